@@ -1,0 +1,66 @@
+"""Compiler backends: turn token batches ``[N, L]`` into Program IR.
+
+- ``traditional``: data-parallel compiler in torch (lexing, bracket matching, folding,
+  counted loops) on the tokens' device.
+- ``cpu``: the CPU-centric baseline pipeline (host, one program at a time, reference
+  interpreter); it runs programs itself instead of producing IR.
+
+>>> from synthenv import compilers
+>>> compilers.names()[:2]
+['traditional', 'cpu']
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import torch
+
+from synthenv.execution import Execution
+from synthenv.ir import Program
+from synthenv.registry import Registry
+from synthenv.tasks import Task
+
+from .cpu import CPUPipeline
+from .traditional import TraditionalCompiler
+
+
+@runtime_checkable
+class Compiler(Protocol):
+    """A backend that compiles a token batch to IR for the engines."""
+
+    name: str
+
+    def compile(self, tokens: torch.Tensor) -> Program:
+        ...
+
+
+@runtime_checkable
+class Pipeline(Protocol):
+    """A backend that runs token batches itself (``engines`` lists the engines it accepts)."""
+
+    name: str
+    engines: tuple[str, ...]
+
+    def execute(self, tokens: torch.Tensor, task: Task, num_outputs: int | None = None) -> Execution:
+        ...
+
+
+_registry: Registry[Compiler | Pipeline] = Registry("backend", cache=True)
+_registry.register("traditional", TraditionalCompiler)
+_registry.register("cpu", CPUPipeline)
+
+
+def get(name: str) -> Compiler | Pipeline:
+    """The backend registered as ``name``."""
+    return _registry.get(name)
+
+
+def names() -> list[str]:
+    """Registered backend names."""
+    return _registry.names()
+
+
+def register(name: str, factory, overwrite: bool = False) -> None:
+    """Register a backend factory under ``name``."""
+    _registry.register(name, factory, overwrite=overwrite)

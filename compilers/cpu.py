@@ -1,0 +1,55 @@
+"""The CPU-centric pipeline (the paper's starting point), as a backend.
+
+Programs are copied to the host, each is prepared and run one at a time by the plain-Python
+reference interpreter, case by case in order, stopping at the first failing case as PQT's
+scorer does, and the results are copied back to the programs' device. Every speed ratio in
+``synthenv bench`` is taken against this pipeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from synthenv import reference
+from synthenv.execution import Execution
+from synthenv.language import Status, decode_batch
+from synthenv.tasks import Task
+
+
+@dataclass(frozen=True)
+class CPUPipeline:
+    """Host, one-program-at-a-time pipeline (registered as ``"cpu"``).
+
+    It has its own engine, the reference interpreter: ``engine`` must be ``"auto"`` or
+    ``"reference"``.
+    """
+
+    name: str = "cpu"
+    engines: tuple[str, ...] = ("auto", "reference")
+
+    def execute(self, tokens: torch.Tensor, task: Task, num_outputs: int | None = None) -> Execution:
+        """Run ``tokens [N, L]`` on every case of ``task``; see ``Execution``."""
+        num_outputs = num_outputs or max(1, task.max_output_length)
+        programs = decode_batch(tokens)  # sync point: the CPU pipeline copies programs to the host
+        num_cases = task.num_cases
+        outputs = [[[0] * num_outputs for _ in range(num_cases)] for _ in programs]
+        lengths = [[0] * num_cases for _ in programs]
+        status = [[int(Status.ABORTED)] * num_cases for _ in programs]
+        steps = [[0] * num_cases for _ in programs]
+        for i, code in enumerate(programs):
+            for k, (inputs, _) in enumerate(task.cases):
+                outcome = reference.run(code, inputs, task.base, task.max_steps, task.strict_syntax)
+                kept = list(outcome.output[:num_outputs])
+                outputs[i][k][: len(kept)] = kept
+                lengths[i][k], status[i][k], steps[i][k] = len(outcome.output), int(outcome.status), outcome.steps
+                if outcome.status != Status.OK:
+                    break  # PQT stops scoring a program at its first failing case
+        device = tokens.device
+        return Execution(
+            torch.tensor(outputs, dtype=torch.int32).view(len(programs), num_cases, num_outputs).to(device),
+            torch.tensor(lengths, dtype=torch.int32).view(len(programs), num_cases).to(device),
+            torch.tensor(status, dtype=torch.int8).view(len(programs), num_cases).to(device),
+            torch.tensor(steps, dtype=torch.int32).view(len(programs), num_cases).to(device),
+        )

@@ -1,0 +1,236 @@
+"""The traditional compiler, made data-parallel: a whole ``[N, L]`` token batch in a few
+dozen batched torch ops, on the tokens' device, with no Python loop over programs and no
+host synchronisation.
+
+Passes (each a function below, each tested for soundness, idempotence and never-larger
+output in tests/test_compiler.py):
+
+1. ``lex``: token classes by table lookup; tokens after the first EOS are dead.
+2. ``match_brackets``: bracket depth by scans; PQT's unmatched-``]`` rule is a running
+   minimum of the depth; partners by one sort on (level, position).
+3. ``find_counted_loops``: innermost loops whose body is only ``+-<>`` with net move 0; per
+   loop the entry-cell delta and the no-clamping guard, by segmented scans.
+4. ``fold_runs`` + ``emit``: runs of the same op fold into one op (``<`` clamping kept exact
+   by a floor, see ``synthenv.ir``); ops are laid out by prefix-sum compaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from synthenv import language as lang
+from synthenv.ir import ARG, ARG2, COST, OP, TARGET, Op, Program
+
+# Token classes (what a token becomes once brackets are matched).
+NONE, ADD, MOVE, OUT, IN, OPEN, CLOSE, UNMATCHED = range(8)
+
+# Lexing table: token id -> class (OPEN/CLOSE before matching).
+_TOKEN_CLASS = [NONE, MOVE, MOVE, ADD, ADD, OPEN, CLOSE, OUT, IN]
+_ADD_DELTA = [0, 0, 0, 1, -1, 0, 0, 0, 0]
+_MOVE_DELTA = [0, 1, -1, 0, 0, 0, 0, 0, 0]
+_FOLDABLE = {ADD, MOVE, OUT, IN, UNMATCHED}
+_CLASS_TO_OP = {NONE: Op.HALT, ADD: Op.ADD, MOVE: Op.MOVE, OUT: Op.OUT, IN: Op.IN,
+                OPEN: Op.JZ, CLOSE: Op.JNZ, UNMATCHED: Op.NOP}
+
+
+@dataclass(frozen=True)
+class Lexed:
+    classes: torch.Tensor  # [N, L] int64 token classes (OPEN/CLOSE not yet matched)
+    alive: torch.Tensor  # [N, L] bool, before the first EOS
+    add_deltas: torch.Tensor  # [N, L] int64, +1 / -1 for `+` / `-`
+    move_deltas: torch.Tensor  # [N, L] int64, +1 / -1 for `>` / `<`
+
+
+def lex(tokens: torch.Tensor) -> Lexed:
+    """Classify tokens by table lookup; everything from the first EOS on is dead."""
+    device = tokens.device
+    tok = tokens.long()
+    alive = torch.cumprod(tok != lang.EOS, dim=1).bool()  # [N, L]
+    tok = torch.where(alive, tok, 0)
+    table = lambda values: torch.tensor(values, dtype=torch.int64, device=device)[tok]  # noqa: E731
+    return Lexed(table(_TOKEN_CLASS), alive, table(_ADD_DELTA), table(_MOVE_DELTA))
+
+
+def match_brackets(classes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Match brackets with PQT's rule (PQT_SPEC §1); returns (classes, partner).
+
+    Unmatched brackets become ``UNMATCHED``; ``partner [N, L]`` holds the matching
+    bracket's position for matched ones and -1 elsewhere.
+    """
+    num, length = classes.shape
+    device = classes.device
+    is_open, is_close = classes == OPEN, classes == CLOSE
+    raw_depth = (is_open.long() - is_close.long()).cumsum(1)  # [N, L]
+    floor = raw_depth.clamp(max=0).cummin(1).values  # running min of depth, <= 0
+    prev_floor = torch.nn.functional.pad(floor[:, :-1], (1, 0))
+    close_matched = is_close & (floor == prev_floor)  # a `]` that found an open `[`
+    depth = raw_depth - floor  # [N, L] depth counting matched `]` only
+    level = torch.where(is_open, depth, depth + 1)  # the nesting level a bracket opens/closes
+    positions = torch.arange(length, device=device).expand(num, length)
+    bracket = is_open | close_matched
+    # Sort brackets by (level, position): within a level, opens and closes alternate and an
+    # unmatched open can only come last, so each close's partner is its sorted predecessor.
+    key = torch.where(bracket, level * (length + 1) + positions, (length + 1) ** 2 + positions)
+    order = key.argsort(dim=1)  # [N, L]
+    s_open, s_close = is_open.gather(1, order), close_matched.gather(1, order)
+    s_level = level.gather(1, order)
+    next_close = torch.nn.functional.pad(s_close[:, 1:], (0, 1))
+    next_level = torch.nn.functional.pad(s_level[:, 1:], (0, 1), value=-1)
+    open_matched_s = s_open & next_close & (next_level == s_level)  # [N, L] in sorted order
+    next_pos = torch.nn.functional.pad(order[:, 1:], (0, 1), value=-1)
+    prev_pos = torch.nn.functional.pad(order[:, :-1], (1, 0), value=-1)
+    partner_s = torch.where(open_matched_s, next_pos, torch.where(s_close, prev_pos, -1))
+    partner = torch.full_like(order, -1).scatter(1, order, partner_s)  # back to source order
+    matched = partner >= 0
+    classes = torch.where((is_open | is_close) & ~matched, UNMATCHED, classes)
+    return classes, partner
+
+
+def find_innermost(classes: torch.Tensor, partner: torch.Tensor) -> torch.Tensor:
+    """``[N, L]`` bool at both brackets of every loop with no bracket inside its body.
+
+    Engines may watch such loops for iterations that change nothing (a proven hang).
+    """
+    bracket = (classes == OPEN) | (classes == CLOSE) | (classes == UNMATCHED)
+    seen = bracket.long().cumsum(1)  # [N, L] brackets up to each token
+    other_end = seen.gather(1, partner.clamp(min=0))
+    return (partner >= 0) & ((other_end - seen).abs() == 1)
+
+
+def _segment_reduce(values: torch.Tensor, segments: torch.Tensor, size: int, reduce: str, init: int) -> torch.Tensor:
+    """Row-wise reduce of ``values [N, L]`` into ``size`` slots by ``segments [N, L]``."""
+    out = torch.full((values.shape[0], size), init, dtype=values.dtype, device=values.device)
+    if reduce == "sum":
+        return out.scatter_add(1, segments, values)
+    return out.scatter_reduce(1, segments, values, reduce=reduce, include_self=True)
+
+
+@dataclass(frozen=True)
+class CountedLoops:
+    is_loop: torch.Tensor  # [N, L] bool, at the `[` of each counted loop
+    entry_delta: torch.Tensor  # [N, L] int64, at the `[`: change of the entry cell per iteration
+    guard: torch.Tensor  # [N, L] int64, at the `[`: lowest pointer with no clamping in the body
+    in_body: torch.Tensor  # [N, L] bool, tokens inside a counted loop's body
+    offsets: torch.Tensor  # [N, L] int64, pointer offset from the loop entry (body tokens)
+
+
+def find_counted_loops(classes: torch.Tensor, partner: torch.Tensor, lexed: Lexed) -> CountedLoops:
+    """Find innermost loops made only of ``+-<>`` whose body moves the pointer by 0 net.
+
+    Such a loop adds a fixed amount to fixed cells around its entry on every iteration, so
+    an engine can compute its iteration count in closed form, or prove that it never ends.
+    """
+    num, length = classes.shape
+    positions = torch.arange(length, device=classes.device).expand(num, length)
+    other = ~((classes == ADD) | (classes == MOVE))  # tokens a counted-loop body may not hold
+    other_before = other.long().cumsum(1)  # [N, L] inclusive prefix count
+    moved = lexed.move_deltas.cumsum(1)  # [N, L] pointer offset after each token
+    end = partner.clamp(min=0)
+    is_open = classes == OPEN
+    body_clean = (other_before.gather(1, end) - 1 - other_before) == 0  # only the `]` is "other"
+    net_move = moved.gather(1, end) - moved
+    is_loop = is_open & body_clean & (net_move == 0)
+    # Each body token's loop: the last bracket at or before it (there are none inside).
+    bracket = (classes == OPEN) | (classes == CLOSE) | (classes == UNMATCHED)
+    last_bracket = torch.where(bracket, positions, -1).cummax(1).values
+    start = last_bracket.clamp(min=0)
+    in_body = (last_bracket >= 0) & ~bracket & is_loop.gather(1, start) & lexed.alive
+    offsets = moved - moved.gather(1, start)  # [N, L] position after the token, from the entry
+    seg = torch.where(in_body, start, length)  # body tokens -> their `[`; others -> a spare slot
+    lowest = _segment_reduce(torch.where(in_body, offsets, 0), seg, length + 1, "amin", 0)[:, :length]
+    entry_adds = torch.where(in_body & (offsets == 0), lexed.add_deltas, 0)
+    entry_delta = _segment_reduce(entry_adds, seg, length + 1, "sum", 0)[:, :length]
+    return CountedLoops(is_loop, entry_delta, -lowest, in_body, offsets)
+
+
+def emit(
+    classes: torch.Tensor,
+    partner: torch.Tensor,
+    lexed: Lexed,
+    loops: CountedLoops | None,
+    fold: bool,
+) -> Program:
+    """Fold runs into ops and lay them out by prefix-sum compaction."""
+    num, length = classes.shape
+    slots = length + 1  # P: at most one op per token, plus a closing HALT
+    alive = lexed.alive
+    prev_class = torch.nn.functional.pad(classes[:, :-1], (1, 0), value=-1)
+    foldable = torch.zeros_like(alive)
+    for cls in _FOLDABLE:
+        foldable |= classes == cls
+    starts = alive & ~(fold & foldable & (classes == prev_class))  # [N, L] first token of an op
+    op_index = starts.long().cumsum(1) - 1  # [N, L] op slot of each token
+    seg = torch.where(alive, op_index, slots)  # dead tokens go to a spare slot
+    num_ops = starts.sum(1)
+
+    count = _segment_reduce(alive.long(), seg, slots + 1, "sum", 0)
+    add_sum = _segment_reduce(lexed.add_deltas, seg, slots + 1, "sum", 0)
+    moved = lexed.move_deltas.cumsum(1)
+    low = _segment_reduce(torch.where(alive, moved, 0), seg, slots + 1, "amin", 2**40)
+    first_token = _segment_reduce(torch.where(starts, torch.arange(length, device=classes.device), length),
+                                  seg, slots + 1, "amin", length)
+    before = torch.nn.functional.pad(moved, (1, 0)).gather(1, first_token.clamp(max=length))  # offset before op
+
+    op_class = torch.nn.functional.pad(classes, (0, 1)).gather(1, first_token)  # [N, P+1]
+    op_table = torch.tensor([int(_CLASS_TO_OP[c]) for c in range(8)], dtype=torch.int64, device=classes.device)
+    ops = op_table[op_class]
+    net_move = _segment_reduce(lexed.move_deltas, seg, slots + 1, "sum", 0)
+    floor = net_move - (low - before).clamp(max=0)  # ptr' = max(ptr + net, floor)
+    tok_partner = torch.nn.functional.pad(partner, (0, 1), value=-1).gather(1, first_token)
+    jump = torch.nn.functional.pad(op_index, (0, 1)).gather(1, tok_partner.clamp(min=0)) + 1
+
+    arg = torch.zeros_like(ops)
+    arg2 = torch.zeros_like(ops)
+    arg = torch.where(ops == Op.ADD, add_sum, arg)
+    arg = torch.where(ops == Op.MOVE, net_move, arg)
+    arg = torch.where((ops == Op.OUT) | (ops == Op.IN), count, arg)
+    arg2 = torch.where(ops == Op.MOVE, floor, arg2)
+    cost = count
+    target = torch.where((ops == Op.JZ) | (ops == Op.JNZ), jump, 0)
+    innermost = torch.nn.functional.pad(find_innermost(classes, partner), (0, 1)).gather(1, first_token)
+    arg = torch.where(((ops == Op.JZ) | (ops == Op.JNZ)) & innermost, 1, arg)
+    if loops is not None:
+        at = lambda values: torch.nn.functional.pad(values, (0, 1)).gather(1, first_token)  # noqa: E731
+        is_loop = at(loops.is_loop.long()).bool() & (ops == Op.JZ)
+        body_add = at(loops.in_body.long()).bool() & (ops == Op.ADD)
+        ops = torch.where(is_loop, int(Op.LOOP), ops)
+        arg = torch.where(is_loop, at(loops.entry_delta), arg)
+        arg2 = torch.where(is_loop, at(loops.guard), arg2)
+        arg2 = torch.where(body_add, at(loops.offsets), arg2)
+        cost = torch.where(is_loop, tok_partner - first_token, cost)  # body tokens + the `]`
+    code = torch.stack([ops, arg, arg2, cost, target], dim=-1)[:, :slots]  # [N, P, 5]
+    code = torch.where((ops[:, :slots] == Op.HALT).unsqueeze(-1), 0, code)
+    balanced = ~((classes == UNMATCHED) & alive).any(1)
+    return Program(code.to(torch.int32).contiguous(), num_ops.to(torch.int32), balanced,
+                   alive.sum(1).to(torch.int32))
+
+
+@dataclass(frozen=True)
+class TraditionalCompiler:
+    """Data-parallel BF -> IR compiler (registered as ``"traditional"``).
+
+    Attributes:
+        fold: fold runs of ``+-``, ``<>``, ``.``, ``,`` and unmatched brackets into one op.
+        counted_loops: turn innermost ``+-<>`` loops with net move 0 into ``LOOP`` ops
+            (closed-form iteration count, proven hangs).
+
+    >>> from synthenv.language import encode_batch
+    >>> program = TraditionalCompiler().compile(encode_batch(["+++[->++<]"]))
+    >>> int(program.num_ops[0])
+    6
+    """
+
+    fold: bool = True
+    counted_loops: bool = True
+    name: str = "traditional"
+
+    def compile(self, tokens: torch.Tensor) -> Program:
+        """Compile ``tokens [N, L]`` (ids in [0, 9), EOS-terminated) to IR on their device."""
+        if tokens.dim() != 2:
+            raise ValueError(f"tokens must have shape [N, L], got {tuple(tokens.shape)}")
+        lexed = lex(tokens)
+        classes, partner = match_brackets(lexed.classes)
+        loops = find_counted_loops(classes, partner, lexed) if self.counted_loops else None
+        return emit(classes, partner, lexed, loops, self.fold)

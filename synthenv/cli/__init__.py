@@ -1,0 +1,29 @@
+"""The ``synthenv`` command line, generated from typed configs with tyro.
+
+Each command is a frozen dataclass (fields documented, defaults shown in ``--help``) with a
+``run()`` method, in its own module; ``COMMANDS`` lists them. ``synthenv <command> --help``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+
+# command name -> (module, config class). Each config is a frozen dataclass with run().
+COMMANDS: dict[str, tuple[str, str]] = {
+    "tasks": ("synthenv.cli.tasks", "TasksCommand"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``synthenv`` script; returns the process exit code."""
+    import tyro
+
+    configs = {name: getattr(importlib.import_module(module), cls) for name, (module, cls) in COMMANDS.items()}
+    config = tyro.extras.subcommand_cli_from_dict(
+        configs,
+        prog="synthenv",
+        description="synthenv: compile, run and score BF programs at scale; train synthesis agents.",
+        args=argv,
+    )
+    return int(config.run() or 0)

@@ -1,0 +1,180 @@
+"""The torch engine: every (program, case) instance runs in lockstep with masks.
+
+The readable reference engine: one IR op per instance per iteration, any torch device,
+bounded memory (at most ``max_lanes`` instances at once; each tape starts short and grows
+when a pointer could reach its end). Every ``check_every`` iterations, finished instances are
+dropped from the active set and tapes grow if needed; that check is the engine's one host
+synchronisation (marked below). The fused ``native``/``cuda`` engines run the same IR
+one instance per thread and are much faster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from synthenv.engines.common import finalize, loop_iterations
+from synthenv.execution import Execution, empty_execution
+from synthenv.ir import Op, Program
+from synthenv.language import Status
+from synthenv.tasks import Task
+
+RUNNING = -1
+
+
+@dataclass
+class _Lanes:
+    """State of the active instances (B lanes); ``lane`` indexes the chunk's instances."""
+
+    lane: torch.Tensor  # [B] int64
+    pc: torch.Tensor  # [B] int64
+    ptr: torch.Tensor  # [B] int64
+    steps: torch.Tensor  # [B] int64
+    next_input: torch.Tensor  # [B] int64
+    num_out: torch.Tensor  # [B] int64
+    mult: torch.Tensor  # [B] int64, 0 = normal, t > 0 = walking a counted loop's body
+    status: torch.Tensor  # [B] int64, RUNNING or a Status
+    tape: torch.Tensor  # [B, T] int32
+    out: torch.Tensor  # [B, O] int64
+
+    def select(self, keep: torch.Tensor) -> _Lanes:
+        return _Lanes(*(getattr(self, f)[keep] for f in self.__dataclass_fields__))
+
+
+@dataclass(frozen=True)
+class TorchEngine:
+    """Lockstep IR interpreter in plain torch (registered as ``"torch"``).
+
+    Attributes:
+        max_lanes: instances run at once; bounds memory.
+        check_every: iterations between checks for finished instances (a host sync).
+        initial_tape: tape cells each instance starts with (tapes grow on demand up to
+            ``max_steps``, which no pointer can pass).
+    """
+
+    max_lanes: int = 2**15
+    check_every: int = 16
+    initial_tape: int = 256
+    name: str = "torch"
+
+    def run(self, program: Program, task: Task, num_outputs: int | None = None, early_abort: bool = False) -> Execution:
+        """Run ``program`` on all of ``task``'s cases; see ``Execution`` for the contract.
+
+        ``early_abort`` is accepted for a uniform engine interface; lockstep gains nothing
+        from it, so the torch engine always runs every case to its end.
+        """
+        device = program.device
+        cases = task.tensors(device)
+        num_programs, num_cases = program.num_programs, cases.num_cases
+        num_outputs = num_outputs or max(1, task.max_output_length)
+        result = empty_execution(num_programs, num_cases, num_outputs, device)
+        chunk = max(1, self.max_lanes // num_cases)
+        table = loop_iterations(task.base, device)
+        for first in range(0, num_programs, chunk):
+            sub = program[slice(first, first + chunk)]
+            execution = self._run_chunk(sub, task, cases, num_outputs, table)
+            for name in ("outputs", "output_lengths", "status", "steps"):
+                getattr(result, name)[first : first + chunk] = getattr(execution, name)
+        return finalize(result, program, task)
+
+    def _run_chunk(self, program, task, cases, num_outputs, table) -> Execution:
+        device = program.device
+        code = program.code.long()
+        # A pointer grows by at most `reach` cells per iteration (a MOVE, or a counted loop's
+        # farthest write), so a tape with `margin` spare cells cannot overflow between checks.
+        ops, args, args2 = code[..., 0], code[..., 1], code[..., 2]
+        moves = torch.where(ops == Op.MOVE, torch.maximum(args, args2), 0).amax()  # ptr' <= ptr + max(arg, floor)
+        reach = moves.clamp(min=0) + torch.where(ops == Op.ADD, args2, 0).amax().clamp(min=0)
+        margin = int(reach) * (self.check_every + 1) + 1  # sync point: once per chunk
+        tape_length = min(task.max_steps, max(self.initial_tape, margin))
+        num_programs, num_cases = program.num_programs, cases.num_cases
+        total = num_programs * num_cases
+        zeros = lambda: torch.zeros(total, dtype=torch.int64, device=device)  # noqa: E731
+        lanes = _Lanes(
+            torch.arange(total, device=device), zeros(), zeros(), zeros(), zeros(), zeros(), zeros(),
+            torch.full((total,), RUNNING, dtype=torch.int64, device=device),
+            torch.zeros((total, tape_length), dtype=torch.int32, device=device),
+            torch.zeros((total, num_outputs), dtype=torch.int64, device=device),
+        )
+        result = empty_execution(num_programs, num_cases, num_outputs, device)
+        flat = [t.view(total, *t.shape[2:]) for t in (result.outputs, result.output_lengths, result.status, result.steps)]
+        iteration = 0
+        while lanes.lane.numel() > 0:
+            _step(lanes, code, num_cases, cases, task.base, task.max_steps, table)
+            iteration += 1
+            if iteration % self.check_every == 0:
+                done = lanes.status != RUNNING
+                if bool(done.any()):  # sync point: once per check_every lockstep iterations
+                    _store(flat, lanes, done)
+                    lanes = lanes.select(~done)
+                lanes.tape = _grow(lanes.tape, lanes.ptr, margin, task.max_steps)
+        return result
+
+
+def _grow(tape: torch.Tensor, ptr: torch.Tensor, margin: int, max_steps: int) -> torch.Tensor:
+    """Pad the tapes with zero cells if a pointer could reach their end before the next check."""
+    length = tape.shape[1]
+    if ptr.numel() == 0 or length >= max_steps:
+        return tape
+    needed = int(ptr.max()) + margin  # sync point: part of the periodic check
+    if needed < length:
+        return tape
+    return torch.nn.functional.pad(tape, (0, min(max_steps, max(2 * length, needed)) - length))
+
+
+def _store(flat: list[torch.Tensor], lanes: _Lanes, done: torch.Tensor) -> None:
+    outputs, output_lengths, status, steps = flat
+    index = lanes.lane[done]
+    outputs[index] = lanes.out[done].to(outputs.dtype)
+    output_lengths[index] = lanes.num_out[done].to(output_lengths.dtype)
+    status[index] = lanes.status[done].to(status.dtype)
+    steps[index] = lanes.steps[done].to(steps.dtype)
+
+
+def _step(s: _Lanes, code: torch.Tensor, num_cases: int, cases, base: int, max_steps: int, table) -> None:
+    """Advance every running lane by one IR op (in place)."""
+    running = s.status == RUNNING
+    prog, case = s.lane // num_cases, s.lane % num_cases
+    op, arg, arg2, cost, target = code[prog, s.pc].unbind(-1)  # [B] each
+    walk = s.mult > 0
+    value = s.tape.gather(1, s.ptr[:, None])[:, 0].long()  # [B] current cell
+    is_add, is_in, is_out = op == Op.ADD, op == Op.IN, op == Op.OUT
+    is_loop, halted = op == Op.LOOP, op == Op.HALT
+
+    # Counted loops: closed-form iteration count, or a proven hang (synthenv.ir).
+    iterations = table[arg.remainder(base), value]  # [B], 0 = never reaches 0
+    fast_loop = is_loop & (value != 0) & (s.ptr >= arg2)
+    hang = fast_loop & (iterations == 0)
+    step_cost = torch.where(fast_loop, 1 + iterations * cost, torch.where(is_loop, 1, cost))
+    step_cost = torch.where(walk, 0, step_cost)
+    new_steps = s.steps + step_cost
+    over = running & ((new_steps >= max_steps) | hang)
+
+    jump = ((op == Op.JZ) | is_loop) & (value == 0) | (op == Op.JNZ) & (value != 0) & ~walk
+    new_pc = torch.where(halted, s.pc, torch.where(jump, target, s.pc + 1))
+    new_mult = torch.where(fast_loop & ~hang, iterations, torch.where((op == Op.JNZ) & walk, 0, s.mult))
+    moved = torch.maximum(s.ptr + arg, arg2)
+    # Only a run that trips the step limit can move past the tape; it is failed anyway.
+    new_ptr = torch.where((op == Op.MOVE) & ~walk, moved, s.ptr).clamp(max=s.tape.shape[1] - 1)
+
+    # One tape write per lane: ADD (normal or walk) or IN; everything else writes back.
+    where_ = torch.where(walk & is_add, s.ptr + arg2, s.ptr)[:, None]
+    old = s.tape.gather(1, where_)[:, 0].long()
+    delta = torch.where(walk, s.mult * arg, arg)
+    read_at = s.next_input + arg - 1
+    in_value = cases.inputs.long()[case, read_at.clamp(0, cases.inputs.shape[1] - 1)]
+    in_value = torch.where(read_at < cases.input_lengths.long()[case], in_value, 0)
+    written = torch.where(is_add, (old + delta).remainder(base), torch.where(is_in, in_value, old))
+    s.tape.scatter_(1, where_, torch.where(running, written, old).to(s.tape.dtype)[:, None])
+
+    slots = torch.arange(s.out.shape[1], device=s.out.device)[None, :]
+    emit = (running & is_out)[:, None] & (slots >= s.num_out[:, None]) & (slots < (s.num_out + arg)[:, None])
+    s.out.copy_(torch.where(emit, value[:, None], s.out))
+
+    for name, new in (("pc", new_pc), ("ptr", new_ptr), ("mult", new_mult),
+                      ("next_input", torch.where(is_in, s.next_input + arg, s.next_input)),
+                      ("num_out", torch.where(is_out, s.num_out + arg, s.num_out))):
+        getattr(s, name).copy_(torch.where(running, new, getattr(s, name)))
+    s.steps.copy_(torch.where(over, max_steps, torch.where(running, new_steps, s.steps)))
+    s.status.copy_(torch.where(over, int(Status.STEP_LIMIT), torch.where(running & halted, int(Status.OK), s.status)))

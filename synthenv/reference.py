@@ -1,0 +1,162 @@
+"""The oracle: a deliberately simple, one-program-at-a-time BF interpreter in plain Python.
+
+Everything else in synthenv (compilers, engines, scoring) is tested against this module.
+It follows PQT_SPEC §1 literally, command by command, with no optimisation at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from synthenv.language import DEFAULT_MAX_STEPS, Status
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    """What one program did on one input: its output, outcome and raw step count."""
+
+    output: tuple[int, ...]
+    status: Status
+    steps: int
+
+
+def match_brackets(code: str) -> tuple[dict[int, int], bool]:
+    """Map each matched bracket position to its partner; report whether all brackets match.
+
+    PQT_SPEC §1: a ``]`` with no open ``[`` and a ``[`` never closed are unmatched; they are
+    left out of the map (the interpreter treats them as one-step no-ops).
+    """
+    stack: list[int] = []
+    partner: dict[int, int] = {}
+    balanced = True
+    for position, command in enumerate(code):
+        if command == "[":
+            stack.append(position)
+        elif command == "]":
+            if not stack:
+                balanced = False
+                continue
+            start = stack.pop()
+            partner[start] = position
+            partner[position] = start
+    if stack:
+        balanced = False
+    return partner, balanced
+
+
+def run(
+    code: str,
+    inputs: Sequence[int] = (),
+    base: int = 256,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    strict_syntax: bool = False,
+) -> CaseRun:
+    """Run BF ``code`` on ``inputs`` exactly as PQT does.
+
+    Args:
+        code: BF source; only the eight command characters may appear.
+        inputs: values read by ``,`` in order; 0 once they run out.
+        base: cells hold integers in ``[0, base)``.
+        max_steps: the run fails once the raw step count reaches this.
+        strict_syntax: if True, a program with unmatched brackets is not run (``SYNTAX_ERROR``).
+
+    >>> run(",[>,]+[,<.]", [3, 1, 2]).output
+    (2, 1, 3, 0)
+    """
+    partner, balanced = match_brackets(code)
+    if strict_syntax and not balanced:
+        return CaseRun((), Status.SYNTAX_ERROR, 0)
+    cells = [0]
+    cell = 0  # pointer
+    pc = 0
+    steps = 0
+    next_input = 0
+    output: list[int] = []
+    while pc < len(code):
+        command = code[pc]
+        if command == ">":
+            cell += 1
+            if cell == len(cells):
+                cells.append(0)
+        elif command == "<":
+            cell = max(cell - 1, 0)  # PQT_SPEC §1: `<` clamps at cell 0
+        elif command == "+":
+            cells[cell] = cells[cell] + 1 if cells[cell] < base - 1 else 0
+        elif command == "-":
+            cells[cell] = cells[cell] - 1 if cells[cell] > 0 else base - 1
+        elif command == "[":
+            if cells[cell] == 0 and pc in partner:
+                pc = partner[pc]
+        elif command == "]":
+            if cells[cell] != 0 and pc in partner:
+                pc = partner[pc]
+        elif command == ".":
+            output.append(cells[cell])
+        elif command == ",":
+            if next_input < len(inputs):
+                cells[cell] = inputs[next_input]
+                next_input += 1
+            else:
+                cells[cell] = 0
+        else:
+            raise ValueError(f"not a BF command: {command!r} at position {pc}; use text_to_tokens first")
+        pc += 1
+        steps += 1
+        if steps >= max_steps:
+            return CaseRun(tuple(output), Status.STEP_LIMIT, steps)
+    return CaseRun(tuple(output), Status.OK, steps)
+
+
+def case_reward(output: Sequence[int], expected: Sequence[int], base: int) -> float:
+    """PQT's per-case reward (PQT_SPEC §2), including the correct and length bonuses.
+
+    >>> case_reward([2, 1, 0], [2, 1, 0], 256)
+    4.0
+    """
+    distance = 0
+    for t, want in enumerate(expected):
+        distance += abs(output[t] - want) if t < len(output) else base
+    distance += base * max(0, len(output) - len(expected))
+    unit = base * len(expected) or base
+    reward = (unit - distance) / unit
+    if list(output) == list(expected):
+        reward += 2.0 + 1.0  # correct bonus + full length bonus (success-rate setting)
+    return reward
+
+
+@dataclass(frozen=True)
+class ProgramScore:
+    """The oracle's verdict on one program over a task's cases."""
+
+    reward: float
+    solved: bool
+    runs: tuple[CaseRun, ...]
+
+    @property
+    def failed(self) -> bool:
+        return any(r.status != Status.OK for r in self.runs)
+
+
+def score_program(
+    code: str,
+    cases: Sequence[tuple[Sequence[int], Sequence[int]]],
+    base: int,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    strict_syntax: bool = False,
+) -> ProgramScore:
+    """Score ``code`` on ``cases`` the way PQT's task manager does (PQT_SPEC §2).
+
+    Every case is run (each is independent), then PQT's rule applies: any failing case fails
+    the whole program with reward ``-2 / (4 * #cases)``.
+
+    >>> score_program(",[>,]<[.<]", [([1, 2], [2, 1, 0])], 256).reward
+    -0.5
+    """
+    runs = tuple(run(code, inputs, base, max_steps, strict_syntax) for inputs, _ in cases)
+    scale = 4.0 * len(cases)
+    if any(r.status != Status.OK for r in runs):
+        return ProgramScore(-2.0 / scale, False, runs)
+    total = sum(case_reward(r.output, expected, base) for r, (_, expected) in zip(runs, cases))
+    solved = all(list(r.output) == list(expected) for r, (_, expected) in zip(runs, cases))
+    return ProgramScore(total / scale, solved, runs)

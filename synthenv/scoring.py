@@ -1,0 +1,74 @@
+"""PQT's reward and solved flags, computed on the device for a whole batch (PQT_SPEC §2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from synthenv.execution import Execution
+from synthenv.language import Status
+from synthenv.tasks import Task
+
+CORRECT_BONUS = 2.0
+LENGTH_BONUS = 1.0  # success-rate setting: always the full bonus
+FAILURE_REWARD = -2.0
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Rewards of N programs on a task's K cases.
+
+    Attributes:
+        rewards: ``[N]`` float32, PQT's normalised program reward (1.0 = solved).
+        solved: ``[N]`` bool, every case printed exactly its expected output.
+        case_rewards: ``[N, K]`` float32, each case's reward incl. bonuses (4.0 = correct);
+            0 in failed programs.
+        case_correct: ``[N, K]`` bool, the case ran ok and printed exactly its expected output.
+        program_status: ``[N]`` int8 ``Status``: OK, STEP_LIMIT or SYNTAX_ERROR.
+    """
+
+    rewards: torch.Tensor
+    solved: torch.Tensor
+    case_rewards: torch.Tensor
+    case_correct: torch.Tensor
+    program_status: torch.Tensor
+
+
+def score_outputs(execution: Execution, task: Task) -> Scores:
+    """Score an execution against ``task``'s expected outputs, all on the execution's device.
+
+    Per case: distance d = sum of |p_t - y_t| over produced positions, + base per missing
+    position, + base per extra output; r = (U - d) / U with U = base * m (base when m = 0);
+    an exact match adds the correct bonus 2 and the length bonus 1. Program reward = sum of
+    r / (4 K); any failure gives -2 / (4 K).
+    """
+    cases = task.tensors(execution.outputs.device)
+    expected = cases.expected.long()  # [K, M]
+    width = expected.shape[1]
+    if execution.outputs.shape[2] < width:
+        raise ValueError(f"execution keeps {execution.outputs.shape[2]} outputs per case, the task needs {width}")
+    produced = execution.outputs[..., :width].long()  # [N, K, M]
+    lengths = execution.output_lengths.long()[..., None]  # [N, K, 1]
+    wanted = cases.expected_lengths.long()  # [K]
+    t = torch.arange(width, device=expected.device)  # [M]
+    in_target = (t[None, :] < wanted[:, None])[None]  # [1, K, M]
+    has_value = t < lengths  # [N, K, M]
+    base = float(task.base)
+    per_slot = torch.where(has_value, (produced - expected).abs().double(), base)
+    distance = torch.where(in_target, per_slot, 0.0).sum(-1)  # [N, K]
+    distance = distance + base * (lengths[..., 0] - wanted).clamp(min=0).double()
+    unit = torch.where(wanted > 0, base * wanted.double(), base)  # [K]
+    exact = (lengths[..., 0] == wanted) & torch.where(in_target, produced == expected, True).all(-1)
+    reward = (unit - distance) / unit + (CORRECT_BONUS + LENGTH_BONUS) * exact.double()  # [N, K]
+    ok = execution.status == Status.OK  # [N, K]
+    program_ok = ok.all(1)
+    scale = 4.0 * cases.num_cases
+    rewards = torch.where(program_ok, reward.sum(1) / scale, FAILURE_REWARD / scale)
+    return Scores(
+        rewards.float(),
+        program_ok & exact.all(1),
+        torch.where(program_ok[:, None], reward, 0.0).float(),
+        ok & exact,
+        execution.program_status,
+    )

@@ -1,0 +1,61 @@
+"""Tasks: the 26 PQT paper tasks, the 2 tuning tasks and user tasks, in one registry.
+
+>>> from synthenv import tasks
+>>> tasks.get("reverse").num_cases
+16
+>>> len(tasks.names("paper"))
+26
+"""
+
+from __future__ import annotations
+
+from synthenv.registry import Registry, UnknownNameError
+from .pqt import BUILDERS, PAPER_TASKS, TUNING_TASKS
+from .py2random import Py2Random
+from .task import CaseTensors, Task
+
+__all__ = ["Task", "CaseTensors", "Py2Random", "get", "names", "register", "resolve", "PAPER_TASKS", "TUNING_TASKS"]
+
+_registry: Registry[Task] = Registry("task", cache=True)
+for _name in (*PAPER_TASKS, *TUNING_TASKS):
+    _registry.register(_name, BUILDERS[_name])
+
+SUITES = ("all", "paper", "tuning", "user")
+
+
+def get(name: str) -> Task:
+    """The task registered as ``name`` (an unknown name gets a "did you mean" error)."""
+    return _registry.get(name)
+
+
+def names(suite: str = "all") -> list[str]:
+    """Registered task names: ``"paper"`` (26), ``"tuning"`` (2), ``"user"`` or ``"all"``."""
+    if suite == "paper":
+        return list(PAPER_TASKS)
+    if suite == "tuning":
+        return list(TUNING_TASKS)
+    if suite == "user":
+        builtin = set(PAPER_TASKS) | set(TUNING_TASKS)
+        return [n for n in _registry.names() if n not in builtin]
+    if suite == "all":
+        return _registry.names()
+    raise ValueError(f"suite must be one of {SUITES}, got {suite!r}")
+
+
+def register(task: Task, overwrite: bool = False) -> None:
+    """Make a user ``Task`` available by name (to ``get``, the envs and the CLI)."""
+    if not isinstance(task, Task):
+        raise TypeError(f"register expects a Task, got {type(task).__name__}; build one with Task.from_pairs")
+    _registry.register(task.name, lambda: task, overwrite=overwrite)
+
+
+def resolve(task: Task | str) -> Task:
+    """A ``Task`` from a task or a registered name."""
+    if isinstance(task, Task):
+        return task
+    if isinstance(task, str):
+        return get(task)
+    raise TypeError(f"task must be a Task or a task name (str), got {type(task).__name__}")
+
+
+UnknownTaskError = UnknownNameError
