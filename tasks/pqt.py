@@ -30,7 +30,8 @@ def reverse() -> Task:
         length = rand.randrange(1, 7)
         x = [rand.randrange(1, 256) for _ in range(length)]
         cases.append((x, x[::-1] + [0]))
-    return Task.from_pairs("reverse", cases, 256, description="reverse the input, then print 0")
+    return Task.from_pairs("reverse", cases, 256, description="reverse the input, then print 0",
+                           solution=",[>,]+[,<.]")  # PQT_SPEC §2 worked check
 
 
 def remove_char() -> Task:
@@ -60,7 +61,8 @@ def count_char() -> Task:
 def add() -> Task:
     pairs = [(4, 0), (0, 5), (1, 2), (67, 21), (55, 56), (128, 33), (221, 251), (130, 127), (255, 1)]
     cases = [([a, b], [(a + b) % 256, 0]) for a, b in pairs]
-    return Task.from_pairs("add", cases, 256, description="add two numbers mod 256, then print 0")
+    return Task.from_pairs("add", cases, 256, description="add two numbers mod 256, then print 0",
+                           solution=",>,[<+>-]<.>.")
 
 
 def bool_logic() -> Task:
@@ -72,7 +74,8 @@ def bool_logic() -> Task:
 
 
 def print_hello() -> Task:
-    return Task.from_pairs("print-hello", [([], [8, 5, 12, 12, 15])], 27, description="print 'hello' (a=1)")
+    return Task.from_pairs("print-hello", [([], [8, 5, 12, 12, 15])], 27, description="print 'hello' (a=1)",
+                           solution="++++++++.---.+++++++..+++.")
 
 
 def reverse_tune() -> Task:

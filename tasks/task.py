@@ -86,6 +86,7 @@ class Task:
         base: int = 256,
         max_steps: int = DEFAULT_MAX_STEPS,
         description: str = "",
+        solution: str | None = None,
     ) -> Task:
         """A task from explicit (input, expected output) pairs.
 
@@ -93,7 +94,8 @@ class Task:
         >>> t.num_cases, t.base
         (2, 10)
         """
-        return cls(name, tuple((tuple(i), tuple(o)) for i, o in pairs), base, max_steps, description=description)
+        cases = tuple((tuple(i), tuple(o)) for i, o in pairs)
+        return cls(name, cases, base, max_steps, solution=solution, description=description)
 
     @classmethod
     def from_program(
