@@ -23,7 +23,9 @@ from synthenv.tasks import Task
 
 __version__ = "0.1.0"
 
+from synthenv import env  # noqa: E402  registers the Gymnasium ids synthenv/<task>-v0
+
 __all__ = [
     "score", "ScoreResult", "Task", "Status", "Program", "Op", "Execution", "Scores",
-    "compilers", "engines", "tasks", "encode_batch", "decode_batch", "text_to_tokens", "tokens_to_text",
+    "compilers", "engines", "tasks", "env", "encode_batch", "decode_batch", "text_to_tokens", "tokens_to_text",
 ]

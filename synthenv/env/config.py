@@ -1,0 +1,121 @@
+"""``EnvConfig``: the frozen configuration of a synthenv environment (both modes)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+
+import torch
+
+from synthenv import tasks as task_registry
+from synthenv.tasks import Task
+
+
+class Mode(str, enum.Enum):
+    """What one action is.
+
+    - ``PROGRAM``: a whole program per env (``[N, L]`` tokens); one step compiles, runs and
+      scores all N programs (the fast path).
+    - ``TOKEN``: one token per env (``[N]``); the program grows a token per step and is scored
+      when it ends (the classic MDP, for SB3 and friends).
+    """
+
+    PROGRAM = "program"
+    TOKEN = "token"
+
+
+MODES = tuple(m.value for m in Mode)
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Everything that defines a ``SynthVecEnv``; checked once, here, not on the step path.
+
+    >>> EnvConfig(task="reverse", num_envs=8, mode="token").mode
+    <Mode.TOKEN: 'token'>
+    """
+
+    task: str | Task = "reverse"
+    """Registered task name (``synthenv.tasks.names()``) or a ``Task`` object."""
+    num_envs: int = 1
+    """N, the number of environments stepped together."""
+    mode: Mode = Mode.PROGRAM
+    """``program`` (an action is N whole programs) or ``token`` (an action is one token per env)."""
+    backend: str = "traditional"
+    """Compiler backend (``synthenv.compilers.names()``)."""
+    engine: str = "auto"
+    """Engine that runs compiled programs: ``auto``, ``torch``, ``native``, ``cuda`` (``reference``
+    with the ``cpu`` backend)."""
+    device: str = "cpu"
+    """Torch device that holds all env state, actions and returns (``cpu``, ``cuda``, ``cuda:1``...)."""
+    max_len: int = 100
+    """L, tokens per program (PQT: 100). Program mode: the action width; token mode: the most
+    tokens a program can have before it ends."""
+    iterations: int = 1
+    """Program mode: write -> compile -> run -> test rounds per episode (truncated after the last)."""
+    seed: int | None = None
+    """Seed of the env's torch generator at the first ``reset()`` without a seed (None: fresh entropy)."""
+    base: int | None = None
+    """Override of the task's cell base (None: the task's own)."""
+    max_steps: int | None = None
+    """Override of the task's step limit (None: the task's own, PQT 5000)."""
+    strict_syntax: bool | None = None
+    """Override of the task's bracket rule: True fails unbalanced programs (None: the task's own)."""
+    allow_eos: bool = True
+    """Whether EOS is legal in token-mode action masks and in ``sample_actions`` (PQT's protocol
+    writes exactly ``max_len`` tokens: False). Actions are never rejected for it."""
+    validate_actions: bool = True
+    """Check every action's token range (a host sync per step); False for maximum speed."""
+
+    def __post_init__(self) -> None:
+        task_registry.resolve(self.task)  # wrong type or unknown name -> error with a "did you mean" hint
+        object.__setattr__(self, "mode", _as_mode(self.mode))
+        _check_int("num_envs", self.num_envs, 1)
+        _check_int("max_len", self.max_len, 1)
+        _check_int("iterations", self.iterations, 1)
+        if self.iterations != 1 and self.mode is Mode.TOKEN:
+            raise ValueError(f"iterations={self.iterations} applies to program mode only; token mode writes one "
+                             "program per episode: drop iterations or use mode='program'")
+        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0):
+            raise ValueError(f"seed must be None or a non-negative int, got {self.seed!r}")
+        if self.base is not None:
+            _check_int("base", self.base, 2)
+        if self.max_steps is not None:
+            _check_int("max_steps", self.max_steps, 1)
+        if self.strict_syntax is not None and not isinstance(self.strict_syntax, bool):
+            raise TypeError(f"strict_syntax must be None, True or False, got {self.strict_syntax!r}")
+        try:
+            torch.device(self.device)
+        except (RuntimeError, TypeError) as error:
+            raise ValueError(f"device must be a torch device string like 'cpu' or 'cuda:0', got {self.device!r}") \
+                from error
+
+    @property
+    def task_name(self) -> str:
+        return self.task.name if isinstance(self.task, Task) else self.task
+
+    def resolve_task(self) -> Task:
+        """The task the env runs: the named (or given) task with this config's overrides."""
+        task = task_registry.resolve(self.task)
+        overrides = {name: getattr(self, name) for name in ("base", "max_steps", "strict_syntax")
+                     if getattr(self, name) is not None}
+        if not overrides:
+            return task
+        return dataclasses.replace(task, _tensor_cache={}, **overrides)  # Task re-checks cases vs base
+
+
+def _as_mode(mode: object) -> Mode:
+    if isinstance(mode, Mode):
+        return mode
+    try:
+        return Mode(mode)
+    except ValueError:
+        from synthenv.registry import unknown_name_message
+
+        raise ValueError(unknown_name_message("mode", mode, list(MODES))) from None
+
+
+def _check_int(name: str, value: object, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")

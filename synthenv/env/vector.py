@@ -1,0 +1,250 @@
+"""``SynthVecEnv``: N program-synthesis environments stepped together, all state as device tensors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from synthenv.language import EOS, VOCAB_SIZE
+from synthenv.pipeline import Evaluator
+from synthenv.tasks import Task
+
+from .config import EnvConfig, Mode
+from .program_mode import ProgramDynamics
+from .token_mode import TokenDynamics
+
+State = dict[str, torch.Tensor]
+
+
+class SynthVecEnv(VectorEnv):
+    """Write BF programs that turn each test input of a task into its expected output.
+
+    ## Description
+
+    N environments share one task (PQT_SPEC §3) and one compiler + engine (``Evaluator``). All
+    state lives in torch tensors on ``device``; ``step`` takes and returns tensors there and
+    adds no host synchronisation of its own (``validate_actions=True`` adds one, marked).
+
+    - **program mode** (``mode="program"``, the fast path): an action is N whole programs; one
+      step compiles, runs and scores all of them. An episode is ``iterations`` rounds of
+      write -> compile -> run -> test; the observation carries the last program and its
+      per-case feedback, so an agent can revise its own code.
+    - **token mode** (``mode="token"``, the classic MDP): an action is one token per env; the
+      observation is the program so far; the program is scored when it ends (EOS or
+      ``max_len`` tokens). ``action_masks()`` gives syntax masks under which every program an
+      agent writes has balanced brackets.
+
+    ## Action Space
+
+    Tokens: 0 = EOS, then ``> < + - [ ] . ,`` = 1..8 (V = 9). Program mode: ``[N, L]`` integer
+    tensor (a program ends at its first EOS); token mode: ``[N]`` integer tensor. Any integer
+    dtype; on the env's device.
+
+    ## Observation Space
+
+    A dict of tensors, batched from ``single_observation_space`` (``observation_space``):
+
+    - program mode: ``program [N, L]`` int64 (the last program, EOS-padded), ``reward [N]``
+      float32, ``case_passed [N, K]`` int8 (0/1), ``case_status [N, K]`` int8 (``Status``:
+      OK, STEP_LIMIT, SYNTAX_ERROR, ABORTED), ``case_rewards [N, K]`` float32 (4.0 = correct),
+      ``outputs [N, K, O]`` int32 (first O printed values, O = longest expected output),
+      ``output_lengths [N, K]`` int32, ``round [N]`` int64 (rounds played this episode). All
+      zero after a reset.
+    - token mode: ``program [N, L]`` int64 (tokens written so far, EOS-padded) and
+      ``position [N]`` int64 (how many).
+
+    Observation tensors are shared with the env state: read them, do not write into them.
+
+    ## Rewards
+
+    PQT's program reward (PQT_SPEC §2, ``synthenv.scoring``): 1.0 for a solved task, lower
+    for wrong outputs, ``-2 / (4 K)`` for a failure (step limit; syntax error in strict mode).
+    Program mode: every round's program is scored. Token mode: the reward comes on the step
+    that ends the program, 0 before.
+
+    ## Episode End
+
+    Program mode: terminated when the program solves the task; truncated after ``iterations``
+    rounds. Token mode: terminated when the program ends (EOS or ``max_len``); never truncated.
+
+    Autoreset is ``AutoresetMode.SAME_STEP``: an env whose episode ended is reset within the
+    same ``step``; the returned observation is its reset observation and
+    ``info["final_obs"]`` holds the observation it ended on, as a dict of ``[N, ...]`` tensors
+    for all envs (meaningful where ``info["_final_obs"]`` [N] bool is True). The other ``info``
+    entries describe the step just taken: ``solved [N]`` bool, ``program_status [N]`` int8
+    (token mode: OK where no program ended) and, in token mode, ``action_mask [N, V]`` bool for
+    the next step (after autoreset).
+
+    ## Arguments
+
+    See ``EnvConfig`` (every field is a keyword argument here), plus ``task`` may be a ``Task``.
+
+    ## Version History
+
+    - v0: initial version (program and token modes).
+
+    >>> env = SynthVecEnv(task="reverse", num_envs=2, mode="program", engine="torch", max_len=12)
+    >>> obs, info = env.reset(seed=0)
+    >>> from synthenv.language import encode_batch
+    >>> obs, rewards, terminated, truncated, info = env.step(encode_batch([",[>,]+[,<.]", "+."], 12))
+    >>> rewards.tolist(), terminated.tolist(), truncated.tolist()
+    ([1.0, -0.5546875], [True, False], [False, True])
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(self, task: str | Task = "reverse", num_envs: int = 1, **options: Any):
+        self.config = EnvConfig(task=task, num_envs=num_envs, **options)
+        self.task = self.config.resolve_task()
+        self.device = _resolve_device(self.config.device)
+        self.num_envs = self.config.num_envs
+        self.evaluator = Evaluator.create(self.config.backend, self.config.engine, self.device)
+        self._dynamics = _make_dynamics(self.config, self.task, self.evaluator, self.device)
+        self.single_observation_space = self._dynamics.single_observation_space
+        self.single_action_space = self._dynamics.single_action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._initial = self._dynamics.initial_state()
+        self._state: State | None = None  # None until reset()
+        self._generator = torch.Generator(device=self.device)
+        self._seeded = False
+
+    @property
+    def mode(self) -> Mode:
+        return self.config.mode
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        """Reset every env; ``seed`` seeds the env's torch generator (and Gymnasium's ``np_random``).
+
+        Returns:
+            ``(obs, info)``: the reset observation dict; ``info`` holds ``action_mask`` in token mode.
+        """
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+            raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
+        if options:
+            raise ValueError(f"SynthVecEnv.reset takes no options, got {sorted(options)}; pass options=None")
+        self._check_open()
+        if seed is None and not self._seeded:
+            seed = self.config.seed
+        if seed is not None:
+            self._generator.manual_seed(seed)
+            super().reset(seed=seed)
+        elif not self._seeded:
+            self._generator.seed()
+        self._seeded = True
+        self._state = {name: value.clone() for name, value in self._initial.items()}
+        return self._dynamics.observe(self._state), self._dynamics.reset_info(self._state)
+
+    def step(self, actions: torch.Tensor) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
+        """Apply one action per env; ended episodes are reset in the same step (see class docs).
+
+        Returns:
+            ``(obs, rewards [N] float32, terminated [N] bool, truncated [N] bool, info)``.
+        """
+        state = self._require_state()
+        actions = self._check_actions(actions)  # raises before any state changes
+        new, rewards, terminated, info = self._dynamics.transition(state, actions)
+        elapsed = new["elapsed"] + 1  # [N]
+        truncated = ~terminated & (elapsed >= self._dynamics.episode_limit)
+        done = terminated | truncated  # [N]
+        final_obs = self._dynamics.observe({**new, "elapsed": elapsed})
+        new = {name: torch.where(_column(done, value), self._initial[name], value)
+               for name, value in {**new, "elapsed": elapsed}.items()}
+        self._state = new
+        info = {**info, **self._dynamics.reset_info(new), "final_obs": final_obs, "_final_obs": done}
+        return self._dynamics.observe(new), rewards, terminated, truncated, info
+
+    def action_masks(self) -> torch.Tensor:
+        """Token mode: ``[N, V]`` bool syntax masks for the next token (see ``syntax_masks``)."""
+        if self.mode is not Mode.TOKEN:
+            raise RuntimeError("action_masks() exists in token mode only; create the env with mode='token'")
+        return self._dynamics.action_masks(self._require_state())
+
+    def sample_actions(self, masked: bool = True) -> torch.Tensor:
+        """Random actions drawn on the device from the env's generator (seeded by ``reset``).
+
+        Program mode: ``[N, L]`` uniform tokens; token mode: ``[N]`` tokens uniform over the
+        legal ones (the syntax masks if ``masked``). EOS is left out if ``allow_eos=False``.
+        """
+        state = self._require_state()
+        if self.mode is Mode.TOKEN:
+            return self._dynamics.sample_actions(state, self._generator, masked)
+        return self._dynamics.sample_actions(self._generator, self.config.allow_eos)
+
+    def close(self, **kwargs: Any) -> None:
+        self._state = None
+        self.closed = True
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("this SynthVecEnv is closed; create a new one")
+
+    def _require_state(self) -> State:
+        self._check_open()
+        if self._state is None:
+            raise RuntimeError("call reset() before step(): the env has no state yet (env.reset(seed=...))")
+        return self._state
+
+    def _check_actions(self, actions: object) -> torch.Tensor:
+        """Check type, shape, dtype, device and (optionally) token range; never mutates state."""
+        shape = self._dynamics.action_shape
+        what = "N programs of L tokens" if self.mode is Mode.PROGRAM else "one token per env"
+        if not isinstance(actions, torch.Tensor):
+            raise TypeError(f"actions must be a torch.Tensor of shape {shape} on {self.device}, got "
+                            f"{type(actions).__name__}; use torch.as_tensor(actions, device=env.device), or wrap "
+                            "the env in synthenv.env.NumpyVecEnv to step it with numpy arrays")
+        if tuple(actions.shape) != shape:
+            raise ValueError(f"actions must have shape {shape} ({what}, mode={self.mode.value!r}), got "
+                             f"{tuple(actions.shape)}; {_shape_fix(self.mode, shape)}")
+        if actions.dtype.is_floating_point or actions.dtype.is_complex or actions.dtype == torch.bool:
+            raise TypeError(f"actions must hold integer token ids, got dtype {actions.dtype}; use actions.long()")
+        if actions.device != self.device:
+            raise ValueError(f"actions are on {actions.device}, the env is on {self.device}; "
+                             f"use actions.to(env.device)")
+        out_of_range = (actions < 0) | (actions >= VOCAB_SIZE)
+        if self.config.validate_actions:
+            if bool(out_of_range.any()):  # sync point: validate_actions=True (default) checks ranges on the host
+                _raise_out_of_range(actions, out_of_range)
+            return actions
+        return torch.where(out_of_range, EOS, actions)  # unchecked: an out-of-range token acts as EOS
+
+
+def _raise_out_of_range(actions: torch.Tensor, out_of_range: torch.Tensor) -> None:
+    index = tuple(out_of_range.nonzero()[0].tolist())  # sync point: building the error only
+    value = int(actions[index])
+    raise ValueError(f"token {value} at actions{list(index)} is out of range: token ids must be in [0, {VOCAB_SIZE}) "
+                     "(0 = EOS, 1..8 = '><+-[].,'); fix the policy's output (e.g. sample from 9 logits)")
+
+
+def _shape_fix(mode: Mode, shape: tuple[int, ...]) -> str:
+    if mode is Mode.PROGRAM:
+        return f"pad programs with EOS (0) to max_len={shape[1]} tokens and pass one per env"
+    return "pass one token per env, e.g. actions of shape (num_envs,)"
+
+
+def _column(mask: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """``mask [N]`` viewed to broadcast against ``value [N, ...]``."""
+    return mask.view(-1, *([1] * (value.dim() - 1)))
+
+
+def _make_dynamics(config: EnvConfig, task: Task, evaluator: Evaluator, device: torch.device):
+    if config.mode is Mode.PROGRAM:
+        return ProgramDynamics(task, evaluator, config.num_envs, config.max_len, config.iterations, device)
+    return TokenDynamics(task, evaluator, config.num_envs, config.max_len, config.allow_eos, device)
+
+
+def _resolve_device(name: str) -> torch.device:
+    """A concrete device (``cuda`` -> ``cuda:<current>``) that exists on this machine."""
+    device = torch.device(name)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {name!r} needs CUDA, but torch.cuda.is_available() is False; use device='cpu'")
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        elif device.index >= torch.cuda.device_count():
+            raise ValueError(f"device {name!r} does not exist: {torch.cuda.device_count()} CUDA device(s)")
+    return device
+
