@@ -12,6 +12,7 @@ from collections.abc import Sequence
 # command name -> (module, config class). Each config is a frozen dataclass with run().
 COMMANDS: dict[str, tuple[str, str]] = {
     "tasks": ("synthenv.cli.tasks", "TasksCommand"),
+    "score": ("synthenv.cli.score", "ScoreCommand"),
 }
 
 

@@ -1,0 +1,79 @@
+"""``synthenv score``: score BF programs on a task and show what each case printed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+import tyro
+
+
+@dataclass(frozen=True)
+class ScoreCommand:
+    """Score BF programs on a task: reward, solved, and per case the status and the output next
+    to the expected output. Quote programs (they contain shell characters); put -- before
+    programs that start with '-', e.g. synthenv score --task add -- '-[+]' ',>,[<+>-]<.'"""
+
+    programs: Annotated[tuple[str, ...], tyro.conf.Positional, tyro.conf.arg(metavar="PROGRAM")]
+    """BF programs (characters other than ><+-[]., are ignored; '_' = EOS ends a program)."""
+    task: str = "reverse"
+    """Task name ('synthenv tasks' lists them)."""
+    backend: str = "traditional"
+    """Compiler backend: traditional or cpu."""
+    engine: str = "auto"
+    """Engine: auto, torch, native, cuda (reference with the cpu backend)."""
+    device: str = "cpu"
+    """Torch device to score on."""
+    cases: bool = True
+    """Show the per-case table (status, input, output, expected)."""
+
+    def run(self) -> int:
+        from synthenv import api, tasks
+
+        if not self.programs:
+            raise SystemExit("synthenv score: give at least one BF program, e.g. synthenv score --task reverse ',[.,]'")
+        try:
+            task = tasks.get(self.task)
+            result = api.score(list(self.programs), task, self.backend, self.engine, self.device)
+        except (ValueError, TypeError) as error:  # bad task/backend/engine/device: say which and stop
+            raise SystemExit(f"synthenv score: {error}") from None
+        print(f"task {task.name}: base {task.base}, {task.num_cases} cases, max_steps {task.max_steps}"
+              + (", strict syntax" if task.strict_syntax else ""))
+        for index, program in enumerate(self.programs):
+            print()
+            print(format_program(result, index, program, self.cases))
+        return 0
+
+
+def format_program(result, index: int, program: str, cases: bool = True) -> str:
+    """One program's verdict as text: header line, then (if ``cases``) one line per case.
+
+    # sync point: reads results back to the host (display only).
+    """
+    from synthenv.language import Status
+
+    task = result.task
+    status = Status(int(result.program_status[index])).name
+    solved = "yes" if bool(result.solved[index]) else "no"
+    lines = [f"program {index + 1}: {program!r}",
+             f"  reward {float(result.rewards[index]):.6f}   solved {solved}   status {status}"]
+    if not cases:
+        return "\n".join(lines)
+    rows = [("case", "status", "ok", "input", "output", "expected")]
+    for case, (inputs, expected) in enumerate(task.cases):
+        case_status = Status(int(result.status[index, case]))
+        shown = _values(result.output(index, case), int(result.output_lengths[index, case]))
+        if case_status in (Status.SYNTAX_ERROR, Status.ABORTED):
+            shown = "-"
+        correct = "ok" if bool(result.case_correct[index, case]) else "x"
+        rows.append((str(case), case_status.name.lower(), correct, _values(inputs), shown, _values(expected)))
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(lines)
+
+
+def _values(values, total: int | None = None) -> str:
+    text = "[" + ", ".join(str(v) for v in values) + "]"
+    if total is not None and total > len(values):
+        text = text[:-1] + f", ... ({total} values)]"
+    return text
