@@ -10,6 +10,7 @@ True
 
 from __future__ import annotations
 
+import warnings
 from typing import Protocol
 
 import torch
@@ -19,6 +20,8 @@ from synthenv.ir import Program
 from synthenv.registry import Registry
 from synthenv.tasks import Task
 
+from .cuda import CudaEngine
+from .native import NativeEngine
 from .torch_engine import TorchEngine
 
 
@@ -33,6 +36,8 @@ class Engine(Protocol):
 
 _registry: Registry[Engine] = Registry("engine", cache=True)
 _registry.register("torch", TorchEngine)
+_registry.register("native", NativeEngine)
+_registry.register("cuda", CudaEngine)
 
 
 def get(name: str) -> Engine:
@@ -64,10 +69,24 @@ def select(name: str, device: torch.device) -> Engine:
             available = getattr(engine, "available", None)
             if available is None or available(device):
                 return engine
+    _warn_fallback(device)
     return get("torch")
 
 
-_AUTO_ORDER = ("cuda", "native", "torch")
+_AUTO_ORDER = ("cuda", "native")
+_warned: set[str] = set()
+
+
+def _warn_fallback(device: torch.device) -> None:
+    """One line, once per device type: auto fell back to the slow torch engine, and the fix."""
+    if device.type in _warned:
+        return
+    _warned.add(device.type)
+    fixes = {"cuda": 'pip install "synthenv[cuda]" (CuPy) for the cuda engine',
+             "cpu": "install a C compiler with OpenMP (e.g. gcc) or set $CC for the native engine"}
+    fix = fixes.get(device.type, "the fused engines run on cpu and cuda devices only")
+    warnings.warn(f"synthenv: engine='auto' on {device.type} falls back to the slow 'torch' engine; {fix}",
+                  RuntimeWarning, stacklevel=3)
 
 
 def register(name: str, factory, overwrite: bool = False) -> None:
