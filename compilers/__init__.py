@@ -42,7 +42,8 @@ class Pipeline(Protocol):
     name: str
     engines: tuple[str, ...]
 
-    def execute(self, tokens: torch.Tensor, task: Task, num_outputs: int | None = None) -> Execution:
+    def execute(self, tokens: torch.Tensor, task: Task, num_outputs: int | None = None,
+                early_abort: bool = True) -> Execution:
         ...
 
 

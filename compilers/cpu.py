@@ -29,8 +29,13 @@ class CPUPipeline:
     name: str = "cpu"
     engines: tuple[str, ...] = ("auto", "reference")
 
-    def execute(self, tokens: torch.Tensor, task: Task, num_outputs: int | None = None) -> Execution:
-        """Run ``tokens [N, L]`` on every case of ``task``; see ``Execution``."""
+    def execute(self, tokens: torch.Tensor, task: Task, num_outputs: int | None = None,
+                early_abort: bool = True) -> Execution:
+        """Run ``tokens [N, L]`` on every case of ``task``; see ``Execution``.
+
+        With ``early_abort`` (PQT's scorer), a program's cases after its first failing case
+        are not run (``ABORTED``).
+        """
         num_outputs = num_outputs or max(1, task.max_output_length)
         programs = decode_batch(tokens)  # sync point: the CPU pipeline copies programs to the host
         num_cases = task.num_cases
@@ -44,7 +49,7 @@ class CPUPipeline:
                 kept = list(outcome.output[:num_outputs])
                 outputs[i][k][: len(kept)] = kept
                 lengths[i][k], status[i][k], steps[i][k] = len(outcome.output), int(outcome.status), outcome.steps
-                if outcome.status != Status.OK:
+                if early_abort and outcome.status != Status.OK:
                     break  # PQT stops scoring a program at its first failing case
         device = tokens.device
         return Execution(

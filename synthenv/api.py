@@ -20,7 +20,7 @@ class ScoreResult:
     """Rewards and per-case results of N programs on a task's K cases (all on one device).
 
     Attributes:
-        rewards: ``[N]`` float32 PQT reward (1.0 = solved; ``-2 / (4K)`` = failed).
+        rewards: ``[N]`` float64 PQT reward (1.0 = solved; ``-2 / (4K)`` = failed).
         solved: ``[N]`` bool.
         status: ``[N, K]`` int8 ``Status`` per case (``ABORTED``: skipped after a failure).
         program_status: ``[N]`` int8 ``Status`` per program.

@@ -46,7 +46,7 @@ class Evaluator:
     def execute(self, tokens: torch.Tensor, task: Task, num_outputs: int | None = None) -> Execution:
         """Compile and run ``tokens [N, L]`` on every case of ``task``."""
         if self.engine is None:
-            return self.backend.execute(tokens, task, num_outputs=num_outputs)
+            return self.backend.execute(tokens, task, num_outputs=num_outputs, early_abort=self.early_abort)
         program = self.backend.compile(tokens)
         return self.engine.run(program, task, num_outputs=num_outputs, early_abort=self.early_abort)
 

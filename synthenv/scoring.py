@@ -20,9 +20,10 @@ class Scores:
     """Rewards of N programs on a task's K cases.
 
     Attributes:
-        rewards: ``[N]`` float32, PQT's normalised program reward (1.0 = solved).
+        rewards: ``[N]`` float64, PQT's normalised program reward (1.0 = solved). Double
+            precision keeps large negative rewards (many extra outputs) exact to 1e-12.
         solved: ``[N]`` bool, every case printed exactly its expected output.
-        case_rewards: ``[N, K]`` float32, each case's reward incl. bonuses (4.0 = correct);
+        case_rewards: ``[N, K]`` float64, each case's reward incl. bonuses (4.0 = correct);
             0 in failed programs.
         case_correct: ``[N, K]`` bool, the case ran ok and printed exactly its expected output.
         program_status: ``[N]`` int8 ``Status``: OK, STEP_LIMIT or SYNTAX_ERROR.
@@ -66,9 +67,9 @@ def score_outputs(execution: Execution, task: Task) -> Scores:
     scale = 4.0 * cases.num_cases
     rewards = torch.where(program_ok, reward.sum(1) / scale, FAILURE_REWARD / scale)
     return Scores(
-        rewards.float(),
+        rewards,
         program_ok & exact.all(1),
-        torch.where(program_ok[:, None], reward, 0.0).float(),
+        torch.where(program_ok[:, None], reward, 0.0),
         ok & exact,
         execution.program_status,
     )

@@ -50,7 +50,7 @@ class Task:
     strict_syntax: bool = False
     solution: str | None = None
     description: str = ""
-    _tensor_cache: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
+    _tensor_cache: dict = field(default_factory=dict, init=False, compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.base, int) or self.base < 2:

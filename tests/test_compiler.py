@@ -1,0 +1,153 @@
+"""The traditional compiler: bracket matching, and every pass tested for soundness,
+idempotence and never-larger output (STYLE §13), plus the no-host-sync contract."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from strategies import idiom_programs, loop_heavy_programs, uniform_programs
+from synthenv import reference, workloads
+from synthenv.compilers.traditional import TraditionalCompiler, lex, match_brackets
+from synthenv.ir import Op, decompile, equal
+from synthenv.language import Status, decode_batch, encode_batch
+
+CONFIGS = [TraditionalCompiler(fold=f, counted_loops=c) for f, c in itertools.product([False, True], repeat=2)]
+CONFIG_IDS = [f"fold={c.fold},counted={c.counted_loops}" for c in CONFIGS]
+
+
+def _random_batch(seed: int, num: int = 300) -> list[str]:
+    tokens = torch.cat([workloads.make(w, num, seed=seed) for w in ("uniform", "loop_heavy", "near")])
+    return decode_batch(tokens)
+
+
+def _partners(programs: list[str]) -> list[dict[int, int]]:
+    classes, partner = match_brackets(lex(encode_batch(programs, max(1, max(map(len, programs))))).classes)
+    return [{i: int(p) for i, p in enumerate(row) if p >= 0} for row in partner.tolist()]
+
+
+@given(st.lists(st.one_of(uniform_programs, loop_heavy_programs), min_size=1, max_size=20))
+def test_bracket_matching_equals_the_stack_rule(programs):
+    for program, partner in zip(programs, _partners(programs)):
+        assert partner == reference.match_brackets(program)[0]
+
+
+def test_bracket_matching_on_random_batches():
+    programs = _random_batch(seed=1)
+    for program, partner in zip(programs, _partners(programs)):
+        assert partner == reference.match_brackets(program)[0]
+
+
+def test_tokens_after_eos_are_ignored_and_dtypes_accepted():
+    tokens = torch.tensor([[3, 7, 0, 3, 3], [0, 5, 6, 7, 7]])
+    for dtype in (torch.int8, torch.uint8, torch.int32, torch.int64):
+        program = TraditionalCompiler().compile(tokens.to(dtype))
+        assert program.lengths.tolist() == [2, 0] and program.num_ops.tolist() == [2, 0]
+        assert program.code.dtype == torch.int32 and program.code.shape == (2, 6, 5)
+        assert (program.ops[1] == Op.HALT).all()
+
+
+@pytest.mark.parametrize(
+    "text, op, arg, arg2, cost",
+    [
+        ("[->+<]", Op.LOOP, -1, 0, 5),  # cost: 4 body tokens + the `]`
+        ("[<+>-]", Op.LOOP, -1, 1, 5),  # body goes one left of the entry: guard ptr >= 1
+        ("[--]", Op.LOOP, -2, 0, 3),
+        ("[]", Op.LOOP, 0, 0, 1),  # never ends once entered: d = 0
+        ("[+-]", Op.LOOP, 0, 0, 3),
+        ("[>]", Op.JZ, 1, 0, 1),  # net move != 0: a scan, not counted (innermost flag 1)
+        ("[.]", Op.JZ, 1, 0, 1),
+    ],
+)
+def test_counted_loop_detection(text, op, arg, arg2, cost):
+    program = TraditionalCompiler().compile(encode_batch([text]))
+    assert tuple(program.code[0, 0].tolist()[:4]) == (int(op), arg, arg2, cost)
+
+
+def test_nested_loops_only_innermost_is_counted_and_flagged():
+    program = TraditionalCompiler().compile(encode_batch(["[-[-]]"]))
+    ops = program.ops[0].tolist()
+    assert ops[:5] == [Op.JZ, Op.ADD, Op.LOOP, Op.ADD, Op.JNZ]
+    assert program.code[0, 0, 1] == 0  # the outer loop is not innermost
+    assert program.code[0, 4, 1] == 1 and program.code[0, 5, 1] == 0  # inner JNZ flagged, outer not
+
+
+def test_folded_moves_keep_clamping_exact():
+    # `<<>` from 0: 0, 0, 1 -> net -1, floor 1: ptr' = max(ptr - 1, 1)
+    program = TraditionalCompiler().compile(encode_batch(["<<>"]))
+    assert program.code[0, 0].tolist()[:4] == [Op.MOVE, -1, 1, 3]
+
+
+@pytest.mark.parametrize("compiler", CONFIGS, ids=CONFIG_IDS)
+def test_pass_is_sound_through_decompilation(compiler):
+    """decompile(compile(p)) behaves exactly like p under the oracle (outputs, status, steps)."""
+    programs = _random_batch(seed=2, num=120)
+    compiled = compiler.compile(encode_batch(programs, 100))
+    inputs = [(), (3, 1, 2), (200, 0, 7)]
+    for i, program in enumerate(programs):
+        canonical = decompile(compiled, i)
+        assert len(canonical) == len(program)  # the raw step cost of every op is preserved
+        for case in inputs:
+            want, got = reference.run(program, case), reference.run(canonical, case)
+            assert got.status == want.status
+            if want.status == Status.OK:
+                assert (got.output, got.steps) == (want.output, want.steps)
+
+
+@pytest.mark.parametrize("compiler", CONFIGS, ids=CONFIG_IDS)
+@given(programs=st.lists(st.one_of(uniform_programs, loop_heavy_programs, idiom_programs), min_size=1, max_size=8))
+def test_pass_is_idempotent(compiler, programs):
+    first = compiler.compile(encode_batch(programs, 100))
+    again = compiler.compile(encode_batch([decompile(first, i) for i in range(len(programs))], 100))
+    assert equal(first, again).all()
+
+
+@pytest.mark.parametrize("compiler", CONFIGS, ids=CONFIG_IDS)
+def test_pass_never_makes_programs_larger(compiler):
+    programs = _random_batch(seed=3)
+    tokens = encode_batch(programs, 100)
+    plain = TraditionalCompiler(fold=False, counted_loops=False).compile(tokens)
+    program = compiler.compile(tokens)
+    assert (program.num_ops <= plain.num_ops).all()
+    assert (plain.num_ops == plain.lengths).all()  # unfolded: one op per token
+    if compiler.fold:  # a program with a foldable pair of neighbours gets strictly shorter
+        pairs = ["++", "--", "+-", "-+", ">>", "<<", "<>", "><", "..", ",,"]
+        foldable = torch.tensor([any(p in text for p in pairs) for text in programs])
+        assert (program.num_ops < plain.num_ops)[foldable].all()
+
+
+@contextlib.contextmanager
+def forbid_host_sync():
+    """Make every host-synchronising tensor method raise while the block runs."""
+    names = ["item", "tolist", "__bool__", "nonzero", "cpu", "numpy", "__int__", "__float__"]
+    saved = {n: getattr(torch.Tensor, n) for n in names}
+
+    def refuse(name):
+        def method(*args, **kwargs):
+            raise AssertionError(f"host sync: Tensor.{name} called on the step path")
+        return method
+
+    try:
+        for n in names:
+            setattr(torch.Tensor, n, refuse(n))
+        yield
+    finally:
+        for n, m in saved.items():
+            setattr(torch.Tensor, n, m)
+
+
+def test_compile_makes_no_host_sync():
+    tokens = workloads.make("uniform", 64, seed=4)
+    with forbid_host_sync():
+        program = TraditionalCompiler().compile(tokens)
+    assert program.num_programs == 64
+
+
+def test_compile_rejects_wrong_rank():
+    with pytest.raises(ValueError, match=r"\[N, L\]"):
+        TraditionalCompiler().compile(torch.zeros(5, dtype=torch.long))

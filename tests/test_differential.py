@@ -1,0 +1,159 @@
+"""The backbone: every exact backend x engine against the plain-Python oracle.
+
+Programs: uniform random 100-token programs, loop-heavy ones, mutations of known solutions,
+every task's solution, and hypothesis-generated programs; tasks with bases 2, 27 and 256,
+short step limits (so runs trip the limit inside folded ops and counted loops) and strict
+syntax. Compared: rewards (1e-6), solved flags and program status always; per case, status
+and, for ok cases, outputs, output lengths and raw steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from strategies import idiom_programs, loop_heavy_programs, uniform_programs
+from synthenv import compilers, engines, reference, tasks, workloads
+from synthenv.language import Status, decode_batch, encode_batch
+from synthenv.pipeline import Evaluator
+
+EXACT_BACKENDS = ("traditional", "cpu")
+"""Backends that must agree with the oracle on every program (the neural and hybrid
+backends have their own accuracy tests: tests/test_neural_compiler.py, tests/test_hybrid.py)."""
+APPROXIMATE_BACKENDS = ("neural", "hybrid")
+
+
+def _engine_available(name: str) -> bool:
+    engine = engines.get(name)
+    available = getattr(engine, "available", None)
+    return available is None or available(torch.device("cpu"))
+
+
+CPU_ENGINES = [name for name in engines.names() if name != "cuda" and _engine_available(name)]
+COMBOS = [("traditional", e) for e in CPU_ENGINES] + [("cpu", "reference")]
+COMBO_IDS = [f"{b}-{e}" for b, e in COMBOS]
+
+SHORT_LIMIT = dataclasses.replace(tasks.get("reverse"), name="reverse-short", max_steps=157)
+STRICT = dataclasses.replace(tasks.get("count-char"), name="count-char-strict", strict_syntax=True, max_steps=600)
+VARIANTS = {"reverse": tasks.get("reverse"), "count-char": tasks.get("count-char"),
+            "bool-logic": tasks.get("bool-logic"), "reverse-short": SHORT_LIMIT, "count-char-strict": STRICT}
+
+
+@functools.lru_cache(maxsize=None)
+def oracle_runs(programs: tuple[str, ...], task_name: str) -> list[tuple[reference.CaseRun, ...]]:
+    """Every case of every program, run by the oracle (cached per test session)."""
+    task = VARIANTS[task_name]
+    return [tuple(reference.run(p, i, task.base, task.max_steps, task.strict_syntax) for i, _ in task.cases)
+            for p in programs]
+
+
+def oracle_scores(programs: tuple[str, ...], task_name: str) -> list[reference.ProgramScore]:
+    task = VARIANTS[task_name]
+    return [reference.score_program(p, task.cases, task.base, task.max_steps, task.strict_syntax) for p in programs]
+
+
+@functools.lru_cache(maxsize=None)
+def sample(workload: str, num: int, seed: int) -> tuple[str, ...]:
+    return tuple(decode_batch(workloads.make(workload, num, seed=seed)))
+
+
+def evaluate(backend: str, engine: str, programs, task, early_abort: bool = True):
+    evaluator = Evaluator.create(backend, engine, "cpu", early_abort=early_abort)
+    return evaluator(encode_batch(list(programs), 100), task)
+
+
+def assert_cases_match(programs, task_name, execution, early_abort: bool):
+    """Per case: status (ABORTED allowed only in failed programs), ok outputs and steps exact."""
+    task = VARIANTS[task_name]
+    status, steps = execution.status.tolist(), execution.steps.tolist()
+    lengths, outputs = execution.output_lengths.tolist(), execution.outputs.tolist()
+    for i, runs in enumerate(oracle_runs(tuple(programs), task_name)):
+        failed = any(r.status != Status.OK for r in runs)
+        for k, want in enumerate(runs):
+            got = status[i][k]
+            where = f"program {i} {programs[i]!r}, case {k} {task.cases[k][0]}"
+            if got == Status.ABORTED:
+                assert early_abort and failed, where
+                continue
+            assert got == want.status, where
+            if want.status == Status.OK:
+                assert steps[i][k] == want.steps, where
+                assert lengths[i][k] == len(want.output), where
+                kept = min(len(want.output), len(outputs[i][k]))
+                assert tuple(outputs[i][k][:kept]) == want.output[:kept], where
+            elif want.status == Status.STEP_LIMIT:
+                assert steps[i][k] == task.max_steps, where
+
+
+def assert_scores_match(programs, task_name, scores):
+    want = oracle_scores(tuple(programs), task_name)
+    rewards = scores.rewards.tolist()
+    solved = scores.solved.tolist()
+    status = scores.program_status.tolist()
+    for i, w in enumerate(want):
+        where = f"program {i} {programs[i]!r}"
+        assert abs(rewards[i] - w.reward) <= 1e-6, where
+        assert solved[i] == w.solved, where
+        expected_status = next((r.status for r in w.runs if r.status == Status.SYNTAX_ERROR),
+                               next((r.status for r in w.runs if r.status != Status.OK), Status.OK))
+        assert status[i] == expected_status, where
+
+
+def test_every_backend_is_covered():
+    assert set(compilers.names()) <= set(EXACT_BACKENDS) | set(APPROXIMATE_BACKENDS)
+
+
+@pytest.mark.parametrize("backend, engine", COMBOS, ids=COMBO_IDS)
+@pytest.mark.parametrize("task_name", list(VARIANTS))
+@pytest.mark.parametrize("workload", ["uniform", "loop_heavy", "near"])
+def test_per_case_results_match_the_oracle(backend, engine, task_name, workload):
+    num = {"torch": 120, "reference": 150}.get(engine, 1000)  # the torch engine and the cpu pipeline are slow
+    programs = sample(workload, num, seed=sum(map(ord, task_name + workload)))
+    for early_abort in (False, True) if engine != "torch" else (False,):  # lockstep never aborts early
+        execution, scores = evaluate(backend, engine, programs, VARIANTS[task_name], early_abort)
+        assert_cases_match(programs, task_name, execution, early_abort)
+        assert_scores_match(programs, task_name, scores)
+
+
+@pytest.mark.parametrize("backend, engine", COMBOS, ids=COMBO_IDS)
+def test_solutions_and_their_mutations_on_every_task(backend, engine):
+    """Every task's known solution, and mutations of all solutions, scored on every task."""
+    mutants = sample("near", 60 if backend == "cpu" else 600, seed=7)
+    programs = tuple(workloads.solutions()) + mutants
+    for name in tasks.names():
+        VARIANTS.setdefault(name, tasks.get(name))
+        _, scores = evaluate(backend, engine, programs, VARIANTS[name])
+        assert_scores_match(programs, name, scores)
+        solution = tasks.get(name).solution
+        if solution is not None:
+            assert scores.solved[programs.index(solution)]
+
+
+FAST_ENGINES = [e for e in CPU_ENGINES if e != "torch"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", FAST_ENGINES or ["torch"])
+@pytest.mark.parametrize("workload", ["uniform", "loop_heavy"])
+def test_tens_of_thousands_of_programs(engine, workload):
+    """Program-level agreement (rewards, solved, status) on 12k programs per workload."""
+    num = 12_000 if engine != "torch" else 1_500
+    programs = sample(workload, num, seed=11)
+    _, scores = evaluate("traditional", engine, programs, VARIANTS["reverse"])
+    assert_scores_match(programs, "reverse", scores)
+
+
+@pytest.mark.parametrize("engine", CPU_ENGINES)
+@given(
+    programs=st.lists(st.one_of(uniform_programs, loop_heavy_programs, idiom_programs), min_size=1, max_size=12),
+    task_name=st.sampled_from(["reverse", "count-char", "bool-logic", "reverse-short", "count-char-strict"]),
+)
+def test_hypothesis_programs(engine, programs, task_name):
+    execution, scores = evaluate("traditional", engine, programs, VARIANTS[task_name], early_abort=False)
+    assert_cases_match(programs, task_name, execution, early_abort=False)
+    assert_scores_match(programs, task_name, scores)
