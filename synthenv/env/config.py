@@ -67,6 +67,10 @@ class EnvConfig:
     writes exactly ``max_len`` tokens: False). Actions are never rejected for it."""
     validate_actions: bool = True
     """Check every action's token range (a host sync per step); False for maximum speed."""
+    lazy_scoring: bool = False
+    """Token mode: skip compile/run/score on steps where no program ended, checked on the host (a
+    sync point per step). Worth it for small N or numpy-facing use (``SynthEnv`` turns it on);
+    off by default so that the vector env's step stays free of host syncs."""
 
     def __post_init__(self) -> None:
         task_registry.resolve(self.task)  # wrong type or unknown name -> error with a "did you mean" hint
@@ -77,6 +81,9 @@ class EnvConfig:
         if self.iterations != 1 and self.mode is Mode.TOKEN:
             raise ValueError(f"iterations={self.iterations} applies to program mode only; token mode writes one "
                              "program per episode: drop iterations or use mode='program'")
+        if self.lazy_scoring and self.mode is Mode.PROGRAM:
+            raise ValueError("lazy_scoring=True applies to token mode only (program mode scores every step); "
+                             "drop it or use mode='token'")
         if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0):
             raise ValueError(f"seed must be None or a non-negative int, got {self.seed!r}")
         if self.base is not None:
@@ -102,7 +109,7 @@ class EnvConfig:
                      if getattr(self, name) is not None}
         if not overrides:
             return task
-        return dataclasses.replace(task, _tensor_cache={}, **overrides)  # Task re-checks cases vs base
+        return dataclasses.replace(task, **overrides)  # Task re-checks its cases against the new base
 
 
 def _as_mode(mode: object) -> Mode:

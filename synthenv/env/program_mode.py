@@ -73,18 +73,19 @@ class ProgramDynamics:
         alive = torch.cumprod(actions != EOS, dim=1)  # [N, L] 1 before the first EOS
         program = actions.long() * alive  # [N, L] canonical: EOS-padded after the end
         execution, scores = self.evaluator(program, self.task, self.num_outputs)
+        rewards = scores.rewards.float()  # [N] float64 scores, rounded once for RL (float32 everywhere)
         new = {
             "program": program,
-            "reward": scores.rewards,
+            "reward": rewards,
             "case_passed": scores.case_correct.to(torch.int8),
             "case_status": execution.status.to(torch.int8),
-            "case_rewards": scores.case_rewards,
+            "case_rewards": scores.case_rewards.float(),
             "outputs": execution.outputs.to(torch.int32),
             "output_lengths": execution.output_lengths.to(torch.int32),
             "elapsed": state["elapsed"],
         }
         info = {"solved": scores.solved, "program_status": scores.program_status}
-        return new, scores.rewards, scores.solved, info
+        return new, rewards, scores.solved, info
 
     def sample_actions(self, generator: torch.Generator, allow_eos: bool) -> torch.Tensor:
         """``[N, L]`` int64 uniform random programs (EOS included only if ``allow_eos``)."""

@@ -54,7 +54,7 @@ class SynthEnv(gym.Env):
     >>> env = SynthEnv("print-hello", max_len=4, engine="torch")
     >>> obs, info = env.reset(seed=0)
     >>> obs["program"].tolist(), int(obs["position"]), info["action_mask"].tolist()
-    ([0, 0, 0, 0], 0, [1, 1, 1, 1, 1, 0, 1, 1, 1])
+    ([0, 0, 0, 0], 0, [1, 1, 1, 1, 1, 1, 0, 1, 1])
     """
 
     metadata = {"render_modes": []}
@@ -66,6 +66,7 @@ class SynthEnv(gym.Env):
                              "SynthVecEnv / gymnasium.make_vec for other settings")
         if render_mode is not None:
             raise ValueError(f"SynthEnv has no render modes, got render_mode={render_mode!r}; pass None")
+        options.setdefault("lazy_scoring", True)  # one env returning numpy syncs every step anyway
         self._vec = SynthVecEnv(task, num_envs=1, mode="token", device="cpu", **options)
         self.task = self._vec.task
         self.observation_space = self._vec.single_observation_space

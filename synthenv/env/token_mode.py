@@ -50,9 +50,10 @@ class TokenDynamics:
     """
 
     def __init__(self, task: Task, evaluator: Evaluator, num_envs: int, max_len: int, allow_eos: bool,
-                 device: torch.device):
+                 lazy_scoring: bool, device: torch.device):
         self.task, self.evaluator, self.device = task, evaluator, device
         self.num_envs, self.max_len, self.allow_eos = num_envs, max_len, allow_eos
+        self.lazy_scoring = lazy_scoring
         self.episode_limit = max_len  # a program ends (terminated) at max_len: truncation never fires
         self.num_outputs = max(1, task.max_output_length)
         self.action_shape = (num_envs,)
@@ -89,13 +90,28 @@ class TokenDynamics:
         program = state["program"].scatter(1, position[:, None], token[:, None])  # [N, L]; EOS writes 0
         ended = (token == EOS) | (position + 1 >= self.max_len)  # [N]
         depth = (state["depth"] + (token == OPEN).long() - (token == CLOSE).long()).clamp(min=0)
-        finished = program * ended[:, None]  # [N, L] programs still being written run as empty ones
-        execution, scores = self.evaluator(finished, self.task, self.num_outputs)
-        rewards = torch.where(ended, scores.rewards, 0.0)  # [N]
-        ok = torch.tensor(int(Status.OK), dtype=torch.int8, device=self.device)
-        info = {"solved": ended & scores.solved, "program_status": torch.where(ended, scores.program_status, ok)}
+        if self.lazy_scoring and not bool(ended.any()):  # sync point: only with lazy_scoring=True
+            rewards, info = self._nothing_ended()
+        else:
+            rewards, info = self._score_ended(program, ended)
         new = {"program": program, "position": position + 1, "depth": depth, "elapsed": state["elapsed"]}
         return new, rewards, ended, info
+
+    def _score_ended(self, program: torch.Tensor, ended: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """Score the whole batch with the programs still being written replaced by empty ones."""
+        finished = program * ended[:, None]  # [N, L] empty programs halt at once
+        _, scores = self.evaluator(finished, self.task, self.num_outputs)
+        rewards = torch.where(ended, scores.rewards, 0.0).float()  # [N] float32 for RL
+        ok = torch.tensor(int(Status.OK), dtype=torch.int8, device=self.device)
+        return rewards, {"solved": ended & scores.solved,
+                         "program_status": torch.where(ended, scores.program_status, ok)}
+
+    def _nothing_ended(self) -> tuple[torch.Tensor, dict]:
+        n, dev = self.num_envs, self.device
+        return torch.zeros(n, dtype=torch.float32, device=dev), {
+            "solved": torch.zeros(n, dtype=torch.bool, device=dev),
+            "program_status": torch.zeros(n, dtype=torch.int8, device=dev),
+        }
 
     def sample_actions(self, state: State, generator: torch.Generator, masked: bool) -> torch.Tensor:
         """``[N]`` int64 tokens drawn uniformly from the legal ones (syntax masks if ``masked``)."""

@@ -90,8 +90,8 @@ class SynthVecEnv(VectorEnv):
     >>> obs, info = env.reset(seed=0)
     >>> from synthenv.language import encode_batch
     >>> obs, rewards, terminated, truncated, info = env.step(encode_batch([",[>,]+[,<.]", "+."], 12))
-    >>> rewards.tolist(), terminated.tolist(), truncated.tolist()
-    ([1.0, -0.5546875], [True, False], [False, True])
+    >>> [round(r, 4) for r in rewards.tolist()], terminated.tolist(), truncated.tolist()
+    ([1.0, 0.0288], [True, False], [False, True])
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
@@ -233,7 +233,8 @@ def _column(mask: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
 def _make_dynamics(config: EnvConfig, task: Task, evaluator: Evaluator, device: torch.device):
     if config.mode is Mode.PROGRAM:
         return ProgramDynamics(task, evaluator, config.num_envs, config.max_len, config.iterations, device)
-    return TokenDynamics(task, evaluator, config.num_envs, config.max_len, config.allow_eos, device)
+    return TokenDynamics(task, evaluator, config.num_envs, config.max_len, config.allow_eos, config.lazy_scoring,
+                         device)
 
 
 def _resolve_device(name: str) -> torch.device:
