@@ -13,6 +13,7 @@ from collections.abc import Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "tasks": ("synthenv.cli.tasks", "TasksCommand"),
     "score": ("synthenv.cli.score", "ScoreCommand"),
+    "bench": ("synthenv.cli.bench", "BenchCommand"),
 }
 
 

@@ -307,8 +307,8 @@ i64 synthenv_loop_iterations(i64 d, i64 v, i64 base) { return v == 0 ? 0 : syn_i
 
 /* ---- The benchmark's reference: a careful plain interpreter of raw BF tokens. ----
  * No compiler: a precomputed bracket map (PQT_SPEC §1: unmatched brackets are one-step
- * no-ops), one command per step, cases in order, stop at the first failing case (as PQT's
- * scorer and the `cpu` pipeline do). */
+ * no-ops), one command per step, cases in order; with early_abort, stop at the first failing
+ * case (as PQT's scorer and the `cpu` pipeline do). */
 enum { T_EOS = 0, T_RIGHT, T_LEFT, T_INC, T_DEC, T_OPEN, T_CLOSE, T_OUT, T_IN };
 
 static i32 naive_prepare(const long long *tokens, i64 length, i8 *prog, i32 *partner, i32 *stack) {
@@ -361,8 +361,8 @@ done:
 
 int synthenv_naive(const long long *tokens, i64 num_programs, i64 length, const i32 *inputs,
                    const i32 *input_lengths, i64 num_cases, i64 input_width, i32 base, i32 max_steps,
-                   i32 strict_syntax, i32 *outputs, i32 *output_lengths, i8 *status, i32 *steps, i64 num_outputs,
-                   i32 num_threads) {
+                   i32 strict_syntax, i32 early_abort, i32 *outputs, i32 *output_lengths, i8 *status, i32 *steps,
+                   i64 num_outputs, i32 num_threads) {
     int failed = 0;
     if (num_threads <= 0) num_threads = omp_get_max_threads();
 #pragma omp parallel num_threads(num_threads) reduction(| : failed)
@@ -385,12 +385,12 @@ int synthenv_naive(const long long *tokens, i64 num_programs, i64 length, const 
                 } else if (len < 0 && strict_syntax) {
                     syn_skip_case(out, (i32)num_outputs, output_lengths + item, steps + item, status + item);
                     status[item] = ST_SYNTAX_ERROR;
-                    stop = 1;
+                    stop = early_abort;
                 } else {
                     i32 s = naive_case(prog, partner, inputs + k * input_width, input_lengths[k], base, max_steps,
                                        tape, out, (i32)num_outputs, output_lengths + item, steps + item);
                     status[item] = (i8)s;
-                    stop = s != ST_OK;
+                    stop = early_abort && s != ST_OK;
                 }
             }
         }
@@ -435,7 +435,7 @@ int main(int argc, char **argv) {
         ? synthenv_run((const i32 *)program, n, p, inputs, input_lengths, k, w, (i32)h[5], (i32)h[6], (i32)h[7],
                        outputs, lengths, status, steps, o, (i32)h[9])
         : synthenv_naive((const long long *)program, n, p, inputs, input_lengths, k, w, (i32)h[5], (i32)h[6],
-                         (i32)h[10], outputs, lengths, status, steps, o, (i32)h[9]);
+                         (i32)h[10], (i32)h[7], outputs, lengths, status, steps, o, (i32)h[9]);
     if (rc != 0) { fprintf(stderr, "kernel failed: %d\n", rc); return 3; }
     FILE *g = fopen(argv[2], "wb");
     if (!g) { perror(argv[2]); return 2; }

@@ -47,7 +47,8 @@ INSTALL_HINT = "install a C compiler with OpenMP (e.g. `apt-get install gcc`) or
 _ptr, _i64, _i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
 _SIGNATURES = {
     "synthenv_run": [_ptr, _i64, _i64, _ptr, _ptr, _i64, _i64, _i32, _i32, _i32, _ptr, _ptr, _ptr, _ptr, _i64, _i32],
-    "synthenv_naive": [_ptr, _i64, _i64, _ptr, _ptr, _i64, _i64, _i32, _i32, _i32, _ptr, _ptr, _ptr, _ptr, _i64, _i32],
+    "synthenv_naive": [_ptr, _i64, _i64, _ptr, _ptr, _i64, _i64, _i32, _i32, _i32, _i32, _ptr, _ptr, _ptr, _ptr, _i64,
+                       _i32],
     "synthenv_loop_iterations": [_i64, _i64, _i64],
 }
 
@@ -227,13 +228,14 @@ class NativeEngine:
         return finalize(result, program, task)
 
 
-def run_naive(tokens: torch.Tensor, task: Task, num_outputs: int | None = None, num_threads: int = 0) -> Execution:
+def run_naive(tokens: torch.Tensor, task: Task, num_outputs: int | None = None, num_threads: int = 0,
+              early_abort: bool = True) -> Execution:
     """The benchmark's reference: a plain C interpreter of raw BF tokens (no compiler).
 
     What a careful CPU programmer writes without a compiler: a precomputed bracket map, one
-    command per step, each program's cases in order, stopping at the first failing case (the
-    others are ``ABORTED``, as in the ``cpu`` pipeline). ``num_threads``: OpenMP threads over
-    programs (0 = all cores).
+    command per step, each program's cases in order, stopping at the first failing case with
+    ``early_abort`` (the others are ``ABORTED``, as in the ``cpu`` pipeline). ``num_threads``:
+    OpenMP threads over programs (0 = all cores).
 
     >>> from synthenv.language import encode_batch
     >>> from synthenv import tasks
@@ -250,7 +252,7 @@ def run_naive(tokens: torch.Tensor, task: Task, num_outputs: int | None = None, 
     rc = library().synthenv_naive(
         tokens.data_ptr(), tokens.shape[0], tokens.shape[1], cases.inputs.data_ptr(), cases.input_lengths.data_ptr(),
         cases.num_cases, cases.inputs.shape[1], task.base, task.max_steps, int(task.strict_syntax),
-        *_result_pointers(result), num_outputs, num_threads)
+        int(bool(early_abort)), *_result_pointers(result), num_outputs, num_threads)
     if rc != 0:
         raise MemoryError(f"the naive interpreter could not allocate its tapes ({task.max_steps} cells per thread)")
     return result
