@@ -9,7 +9,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import synthenv  # noqa: F401  importing synthenv registers the ids
 from synthenv import tasks
-from synthenv.env import SynthEnv, SynthVecEnv, env_id, register_envs, registered_ids
+from synthenv.env import EnvConfig, SynthEnv, SynthVecEnv, env_id, register_envs, registered_ids
 from synthenv.language import encode_batch
 
 
@@ -67,3 +67,16 @@ def test_vector_env_accepts_a_task_object():
     env.reset(seed=0)
     _, rewards, _, _, _ = env.step(encode_batch([",[->++<]>."], 12))
     assert rewards.tolist() == [1.0] and isinstance(rewards, torch.Tensor)
+
+
+def test_from_config_builds_the_configured_env():
+    config = EnvConfig(task="add", num_envs=3, mode="token", max_len=9, allow_eos=False)
+    env = SynthVecEnv.from_config(config)
+    assert env.config == config and env.num_envs == 3 and env.action_space.shape == (3,)
+
+
+def test_env_config_parses_from_the_command_line():
+    import tyro
+
+    config = tyro.cli(EnvConfig, args=["--task", "add", "--mode", "token", "--num-envs", "4", "--max-steps", "99"])
+    assert config == EnvConfig(task="add", mode="token", num_envs=4, max_steps=99)

@@ -333,3 +333,21 @@ def test_episode_statistics_accumulate_on_device():
     assert stats["mean_return"] == pytest.approx((1.0 + first + 1.0 + 2 * first) / 3, abs=1e-6)
     env.reset_stats()
     assert env.stats()["episodes"] == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("mode", ["program", "token"])
+def test_cuda_env_matches_cpu_env(mode):
+    """Same actions on CUDA and CPU: every return equal, every tensor on the env's device."""
+    envs = {d: SynthVecEnv("reverse", num_envs=256, mode=mode, max_len=12, device=d) for d in ("cpu", "cuda")}
+    assert envs["cuda"].device.type == "cuda"
+    for env in envs.values():
+        env.reset(seed=0)
+    for _ in range(13):
+        actions = envs["cpu"].sample_actions(masked=False)
+        cpu = envs["cpu"].step(actions)
+        gpu = envs["cuda"].step(actions.to(envs["cuda"].device))
+        for a, b in zip(cpu[1:4], gpu[1:4]):
+            assert b.device == envs["cuda"].device and torch.equal(a, b.cpu())
+        for key, value in gpu[0].items():
+            assert value.device == envs["cuda"].device and torch.equal(cpu[0][key], value.cpu()), key

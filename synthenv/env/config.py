@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
+import tyro
 
 from synthenv import tasks as task_registry
 from synthenv.tasks import Task
@@ -36,11 +38,11 @@ class EnvConfig:
     <Mode.TOKEN: 'token'>
     """
 
-    task: str | Task = "reverse"
-    """Registered task name (``synthenv.tasks.names()``) or a ``Task`` object."""
+    task: Annotated[str | Task, tyro.conf.arg(constructor=str)] = "reverse"
+    """Registered task name (``synthenv.tasks.names()``), or a ``Task`` object in Python."""
     num_envs: int = 1
     """N, the number of environments stepped together."""
-    mode: Mode = Mode.PROGRAM
+    mode: Annotated[Mode, tyro.conf.EnumChoicesFromValues] = Mode.PROGRAM
     """``program`` (an action is N whole programs) or ``token`` (an action is one token per env)."""
     backend: str = "traditional"
     """Compiler backend (``synthenv.compilers.names()``)."""

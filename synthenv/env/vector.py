@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -60,8 +61,9 @@ class SynthVecEnv(VectorEnv):
 
     ## Rewards
 
-    PQT's program reward (PQT_SPEC §2, ``synthenv.scoring``): 1.0 for a solved task, lower
-    for wrong outputs, ``-2 / (4 K)`` for a failure (step limit; syntax error in strict mode).
+    PQT's program reward (PQT_SPEC §2, ``synthenv.scoring``), ``[N]`` float32 (scored in
+    float64, rounded once): 1.0 for a solved task, lower for wrong outputs, ``-2 / (4 K)`` for
+    a failure (step limit; syntax error in strict mode).
     Program mode: every round's program is scored. Token mode: the reward comes on the step
     that ends the program, 0 before.
 
@@ -80,7 +82,11 @@ class SynthVecEnv(VectorEnv):
 
     ## Arguments
 
-    See ``EnvConfig`` (every field is a keyword argument here), plus ``task`` may be a ``Task``.
+    Every ``EnvConfig`` field is a keyword argument (``SynthVecEnv.from_config`` takes the
+    dataclass): ``task`` (name or ``Task``), ``num_envs``, ``mode`` (``"program"``/``"token"``),
+    ``backend``, ``engine``, ``device``, ``max_len`` (100), ``iterations`` (1, program mode),
+    ``seed``, the task overrides ``base``/``max_steps``/``strict_syntax``, ``allow_eos``,
+    ``validate_actions`` (True: range check, one host sync per step) and ``lazy_scoring``.
 
     ## Version History
 
@@ -111,6 +117,11 @@ class SynthVecEnv(VectorEnv):
         self._state: State | None = None  # None until reset()
         self._generator = torch.Generator(device=self.device)
         self._seeded = False
+
+    @classmethod
+    def from_config(cls, config: EnvConfig) -> SynthVecEnv:
+        """The env an ``EnvConfig`` describes (e.g. one parsed by tyro)."""
+        return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(config)})
 
     @property
     def mode(self) -> Mode:
