@@ -256,3 +256,42 @@ def run_naive(tokens: torch.Tensor, task: Task, num_outputs: int | None = None, 
     if rc != 0:
         raise MemoryError(f"the naive interpreter could not allocate its tapes ({task.max_steps} cells per thread)")
     return result
+
+
+def run_driver(driver: Path, program: Program | torch.Tensor, task: Task, num_outputs: int | None = None,
+               early_abort: bool = False, num_threads: int = 0, workdir: Path | None = None) -> Execution:
+    """Run the standalone kernel ``driver`` (see ``build_driver``) in a subprocess.
+
+    ``program`` is a compiled ``Program`` (the IR engine) or ``[N, L]`` tokens (the naive
+    interpreter). A sanitizer report makes the driver fail: this raises ``RuntimeError`` with
+    its output.
+    """
+    import numpy as np
+
+    num_outputs = _check_outputs(num_outputs, task)
+    naive = isinstance(program, torch.Tensor)
+    data = program.to(torch.int64) if naive else program.code.to(torch.int32)
+    data = data.cpu().contiguous()
+    cases = task.tensors("cpu")
+    num, width, num_cases = data.shape[0], data.shape[1], cases.num_cases
+    header = np.array([int(naive), num, width, num_cases, cases.inputs.shape[1], task.base, task.max_steps,
+                       int(early_abort), num_outputs, num_threads, int(task.strict_syntax)], dtype=np.int64)
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        source, target = Path(tmp) / "in.bin", Path(tmp) / "out.bin"
+        source.write_bytes(header.tobytes() + data.numpy().tobytes() + cases.inputs.numpy().tobytes()
+                           + cases.input_lengths.numpy().tobytes())
+        done = subprocess.run([str(driver), str(source), str(target)], capture_output=True, text=True, timeout=1800)
+        if done.returncode != 0:
+            raise RuntimeError(f"kernel driver failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+        raw = target.read_bytes()
+    sizes = [num * num_cases * num_outputs * 4, num * num_cases * 4, num * num_cases, num * num_cases * 4]
+    parts, offset = [], 0
+    for size in sizes:
+        parts.append(raw[offset: offset + size])
+        offset += size
+    shape = (num, num_cases)
+    as_tensor = lambda b, dtype: torch.from_numpy(np.frombuffer(b, dtype=dtype).copy())  # noqa: E731
+    execution = Execution(as_tensor(parts[0], np.int32).view(*shape, num_outputs),
+                          as_tensor(parts[1], np.int32).view(shape), as_tensor(parts[2], np.int8).view(shape),
+                          as_tensor(parts[3], np.int32).view(shape))
+    return execution if naive else finalize(execution, program, task)

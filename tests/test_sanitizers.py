@@ -1,0 +1,83 @@
+"""kernel.c under AddressSanitizer and UndefinedBehaviorSanitizer.
+
+The same source is built as a standalone driver (``native.build_driver``: ``-DSYNTHENV_DRIVER
+-fsanitize=address,undefined -fno-sanitize-recover=all``) and run in a subprocess (an ASan
+shared library cannot be loaded into an uninstrumented Python without LD_PRELOAD). It must
+run clean on tens of thousands of random programs and give exactly the normal build's results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from synthenv import compilers, tasks, workloads
+from synthenv.engines import native
+from synthenv.engines.native import NativeBuildError, NativeEngine
+
+COMPILER = compilers.get("traditional")
+FIELDS = ("outputs", "output_lengths", "status", "steps")
+
+
+@pytest.fixture(scope="module")
+def driver():
+    if native.find_compiler() is None:
+        pytest.skip("no C compiler")
+    try:
+        return native.build_driver()
+    except NativeBuildError as error:
+        pytest.skip(f"the C compiler cannot build with -fsanitize=address,undefined: {error}")
+
+
+@pytest.fixture(autouse=True)
+def strict_sanitizers(monkeypatch):
+    monkeypatch.setenv("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1:abort_on_error=0")
+    monkeypatch.setenv("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
+
+
+def assert_identical(a, b):
+    for name in FIELDS:
+        assert torch.equal(getattr(a, name), getattr(b, name)), name
+
+
+RUNS = [  # (workload, programs, task, early_abort)
+    ("uniform", 10_000, tasks.get("reverse"), False),
+    ("loop_heavy", 10_000, tasks.get("reverse"), True),
+    ("near", 5_000, tasks.get("reverse"), False),
+    ("loop_heavy", 3_000, dataclasses.replace(tasks.get("count-char"), max_steps=700), False),
+    ("uniform", 3_000, tasks.get("bool-logic"), True),
+    ("loop_heavy", 3_000, dataclasses.replace(tasks.get("add"), strict_syntax=True, max_steps=157), False),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload, num, task, early_abort", RUNS, ids=[f"{r[0]}-{r[2].name}" for r in RUNS])
+def test_ir_kernel_is_clean_and_matches_the_normal_build(driver, workload, num, task, early_abort):
+    program = COMPILER.compile(workloads.make(workload, num, seed=num + len(workload)))
+    sanitized = native.run_driver(driver, program, task, early_abort=early_abort)
+    assert_identical(sanitized, NativeEngine().run(program, task, early_abort=early_abort))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ["uniform", "loop_heavy", "near"])
+def test_naive_interpreter_is_clean_and_matches_the_normal_build(driver, workload):
+    tokens = workloads.make(workload, 3_000, seed=4)
+    task = tasks.get("reverse")
+    assert_identical(native.run_driver(driver, tokens, task, early_abort=True),
+                     native.run_naive(tokens, task, early_abort=True))
+
+
+def test_the_sanitizer_catches_an_out_of_bounds_tape(driver, tmp_path, monkeypatch):
+    """A kernel with a one-cell tape must be reported, or the clean runs above prove nothing."""
+    monkeypatch.setenv("SYNTHENV_CACHE_DIR", str(tmp_path))
+    source = native.SOURCE.read_text()
+    allocation = "cell_t *tape = (cell_t *)calloc((size_t)max_steps, sizeof(cell_t));"
+    assert source.count(allocation) == 1
+    broken = tmp_path / "kernel.c"
+    broken.write_text(source.replace(allocation, "cell_t *tape = (cell_t *)calloc(1, sizeof(cell_t));"))
+    broken_driver = native.build(native.SANITIZE_FLAGS, suffix=".asan", source=broken)
+    program = COMPILER.compile(torch.tensor([[1, 1, 3, 7]]))  # `>>+.`: writes cell 2
+    with pytest.raises(RuntimeError, match="AddressSanitizer|runtime error"):  # ASan or UBSan
+        native.run_driver(broken_driver, program, tasks.get("reverse"))
