@@ -4,6 +4,10 @@
   counted loops) on the tokens' device.
 - ``cpu``: the CPU-centric baseline pipeline (host, one program at a time, reference
   interpreter); it runs programs itself instead of producing IR.
+- ``neural``: a learned model predicts token classes and bracket partners; the IR is
+  assembled deterministically from them (weights shipped in the package).
+- ``hybrid``: neural compilation, audited by the traditional compiler (every solved or
+  high-reward program and a random sample), with an online bound on the miscompile rate.
 
 >>> from synthenv import compilers
 >>> compilers.names()[:2]
@@ -22,6 +26,8 @@ from synthenv.registry import Registry
 from synthenv.tasks import Task
 
 from .cpu import CPUPipeline
+from .hybrid import HybridCompiler
+from .neural import NeuralCompiler
 from .traditional import TraditionalCompiler
 
 
@@ -50,6 +56,8 @@ class Pipeline(Protocol):
 _registry: Registry[Compiler | Pipeline] = Registry("backend", cache=True)
 _registry.register("traditional", TraditionalCompiler)
 _registry.register("cpu", CPUPipeline)
+_registry.register("neural", NeuralCompiler)
+_registry.register("hybrid", HybridCompiler)
 
 
 def get(name: str) -> Compiler | Pipeline:

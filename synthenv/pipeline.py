@@ -47,10 +47,20 @@ class Evaluator:
         """Compile and run ``tokens [N, L]`` on every case of ``task``."""
         if self.engine is None:
             return self.backend.execute(tokens, task, num_outputs=num_outputs, early_abort=self.early_abort)
+        if hasattr(self.backend, "evaluate"):  # a backend that needs the scores (the hybrid's audit)
+            return self(tokens, task, num_outputs)[0]
         program = self.backend.compile(tokens)
         return self.engine.run(program, task, num_outputs=num_outputs, early_abort=self.early_abort)
 
     def __call__(self, tokens: torch.Tensor, task: Task, num_outputs: int | None = None) -> tuple[Execution, Scores]:
-        """Compile, run and score ``tokens [N, L]``."""
+        """Compile, run and score ``tokens [N, L]``.
+
+        A compiler backend may implement ``evaluate(tokens, task, engine, num_outputs,
+        early_abort) -> (Execution, Scores)`` to take over this whole step (the ``hybrid``
+        backend does, to audit the programs whose reward matters).
+        """
+        if self.engine is not None and hasattr(self.backend, "evaluate"):
+            return self.backend.evaluate(tokens, task, self.engine, num_outputs=num_outputs,
+                                         early_abort=self.early_abort)
         execution = self.execute(tokens, task, num_outputs)
         return execution, score_outputs(execution, task)

@@ -14,6 +14,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tasks": ("synthenv.cli.tasks", "TasksCommand"),
     "score": ("synthenv.cli.score", "ScoreCommand"),
     "bench": ("synthenv.cli.bench", "BenchCommand"),
+    "train-compiler": ("synthenv.cli.train_compiler", "TrainCompilerCommand"),
+    "compiler-report": ("synthenv.cli.compiler_report", "CompilerReportCommand"),
 }
 
 
