@@ -1,0 +1,91 @@
+"""What every algorithm shares: the ``Algorithm`` protocol, per-member random generators,
+per-member gradient clipping and the batch statistics the training loop logs.
+
+S members (seeds) of one configuration train as one batched job; everything random about
+member s comes from its own ``torch.Generator``, so a member's run does not depend on which
+other seeds share the job.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+
+from synthenv.language import EOS, Status
+
+
+class Algorithm(Protocol):
+    """One synthesis algorithm, batched over S members.
+
+    Each training step the loop asks for programs (``propose``), executes them in the env and
+    hands back their rewards (``learn``). All tensors stay on the env's device.
+    """
+
+    programs_per_step: int
+    """B: programs each member proposes per step (its env slice is B wide)."""
+
+    def propose(self, rounds: torch.Tensor) -> torch.Tensor:
+        """``rounds [S, B]`` (the env's round in its episode) -> programs ``[S, B, L]`` int64."""
+
+    def learn(self, tokens: torch.Tensor, rewards: torch.Tensor, solved: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Update from the programs' ``rewards [S, B]``; returns loss statistics, each ``[S]``."""
+
+    def new_programs(self, step: int) -> int:
+        """How many of step ``step``'s B programs count towards NPE (replays do not)."""
+
+    def state_dict(self) -> dict:
+        """Everything needed to resume exactly (parameters, optimiser, generators, queues)."""
+
+    def load_state_dict(self, state: dict) -> None:
+        ...
+
+
+def member_generators(seeds: tuple[int, ...], device: torch.device) -> list[torch.Generator]:
+    """One generator per member on ``device``, seeded with the member's seed."""
+    return [torch.Generator(device=device).manual_seed(int(seed)) for seed in seeds]
+
+
+def generator_states(generators: list[torch.Generator]) -> list[torch.Tensor]:
+    return [g.get_state().clone() for g in generators]
+
+
+def load_generator_states(generators: list[torch.Generator], states: list[torch.Tensor]) -> None:
+    if len(states) != len(generators):
+        raise ValueError(f"checkpoint has {len(states)} members, this run has {len(generators)}; resume with the "
+                         "same seeds")
+    for generator, state in zip(generators, states):
+        generator.set_state(state.cpu() if generator.device.type == "cpu" else state)
+
+
+def clip_grad_norm_per_member(parameters: list[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
+    """Scale each member's gradient to global norm <= ``max_norm``; returns the norms ``[S]``.
+
+    Every parameter has the member dimension first, so member s's gradient norm is taken over
+    its own slices only (TF's ``clip_by_global_norm`` per member, no host sync).
+    """
+    grads = [p.grad for p in parameters if p.grad is not None]
+    squares = torch.stack([g.pow(2).flatten(1).sum(1) for g in grads]).sum(0)  # [S]
+    norms = squares.sqrt()
+    scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)  # [S]
+    for g in grads:
+        g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
+    return norms
+
+
+def batch_statistics(tokens: torch.Tensor, rewards: torch.Tensor, solved: torch.Tensor,
+                     status: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Per-member means over one batch: ``[S, B, ...]`` inputs -> ``[S]`` statistics."""
+    lengths = torch.cumprod(tokens != EOS, dim=-1).sum(-1).float()  # [S, B]
+    return {
+        "charts/episodic_return": rewards.float().mean(1),
+        "charts/success_rate": solved.float().mean(1),
+        "programs/step_limit_rate": (status == Status.STEP_LIMIT).float().mean(1),
+        "programs/mean_length": lengths.mean(1),
+    }
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per-member mean of ``values [S, ...]`` over ``mask``: ``[S]`` (0 where the mask is empty)."""
+    mask = mask.to(values.dtype)
+    return (values * mask).flatten(1).sum(1) / mask.flatten(1).sum(1).clamp(min=1.0)

@@ -1,0 +1,151 @@
+"""The PQT paper's search baselines (PQT_SPEC §4): a genetic algorithm and uniform random search.
+
+Both write fixed-length programs of ``max_len`` tokens over the eight commands (no EOS) and
+run batched over S members, each with its own generator, on the env's device.
+
+GA, one generation per step: roulette-wheel selection of parents on fitness
+``max(reward, 0) + 0.05``; consecutive parents are paired and, with probability 0.95, cut at
+one uniform point and their tails swapped; every token of every child is then replaced by a
+uniform command with probability 0.15 (length-preserving). The hall of fame (the 2 best
+distinct programs ever seen) re-enters each new population in its last two slots: those
+replays are executed again but not counted in NPE.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+from synthenv.language import VOCAB_SIZE
+
+from .common import generator_states, load_generator_states, member_generators
+from .priority_queue import ProgramQueue
+
+
+@dataclass(frozen=True)
+class GAConfig:
+    """Hyperparameters of the genetic algorithm (defaults: PQT_SPEC §4)."""
+
+    population: int = 100
+    """Individuals per generation (PQT: 100)."""
+    crossover_prob: float = 0.95
+    """Probability that a pair of parents is recombined by one-point crossover (PQT: 0.95)."""
+    mutation_prob: float = 0.15
+    """Per-token probability of replacement by a uniform command (PQT: 0.15)."""
+    fitness_floor: float = 0.05
+    """Roulette weight = max(reward, 0) + this (PQT: 0.05)."""
+    hall_of_fame: int = 2
+    """Best distinct programs carried into every new population (PQT: 2)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.population, int) or self.population < 2 or self.population % 2:
+            raise ValueError(f"population must be an even int >= 2, got {self.population!r}")
+        if not isinstance(self.hall_of_fame, int) or not 0 <= self.hall_of_fame < self.population:
+            raise ValueError(f"hall_of_fame must be an int in [0, population), got {self.hall_of_fame!r}")
+        for name in ("crossover_prob", "mutation_prob"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        if self.fitness_floor <= 0:
+            raise ValueError(f"fitness_floor must be > 0 (roulette weights), got {self.fitness_floor!r}")
+
+
+def _uniform_commands(generators: list[torch.Generator], shape: tuple[int, ...], device: torch.device):
+    """``[S, *shape]`` int64 tokens uniform over the 8 commands (1..8)."""
+    return torch.stack([torch.randint(1, VOCAB_SIZE, shape, generator=g, device=device) for g in generators])
+
+
+class GeneticAlgorithm:
+    """PQT's GA over fixed-length token genomes, batched over S members.
+
+    >>> ga = GeneticAlgorithm(GAConfig(population=4, hall_of_fame=1), seeds=(0,), max_len=5,
+    ...                       device=torch.device("cpu"))
+    >>> first = ga.propose(torch.zeros((1, 4), dtype=torch.int64))
+    >>> _ = ga.learn(first, torch.tensor([[0.1, 0.9, 0.2, 0.3]]), torch.zeros((1, 4), dtype=torch.bool))
+    >>> bool((ga.propose(None)[0, -1] == first[0, 1]).all())  # the hall of fame re-enters
+    True
+    """
+
+    def __init__(self, config: GAConfig, seeds: tuple[int, ...], max_len: int, device: torch.device):
+        self.config, self.max_len, self.device = config, max_len, device
+        self.programs_per_step = config.population
+        self.generators = member_generators(seeds, device)
+        self.population = _uniform_commands(self.generators, (config.population, max_len), device)  # [S, P, L]
+        self.fame = ProgramQueue(len(seeds), max(config.hall_of_fame, 1), max_len, device)
+
+    def propose(self, rounds: torch.Tensor | None) -> torch.Tensor:
+        return self.population
+
+    def new_programs(self, step: int) -> int:
+        """The first generation is all new; later ones replay the hall of fame."""
+        return self.config.population - (self.config.hall_of_fame if step > 0 else 0)
+
+    def learn(self, tokens: torch.Tensor, rewards: torch.Tensor, solved: torch.Tensor) -> dict[str, torch.Tensor]:
+        config, device = self.config, self.device
+        s, p, length = tokens.shape
+        self.fame.push(tokens, rewards)
+        fitness = rewards.float().clamp(min=0.0) + config.fitness_floor  # [S, P]
+        parents = torch.stack([torch.multinomial(w, p, replacement=True, generator=g)
+                               for w, g in zip(fitness, self.generators)])  # [S, P]
+        genomes = tokens.gather(1, parents[..., None].expand(-1, -1, length))  # [S, P, L]
+        mothers, fathers = genomes[:, 0::2], genomes[:, 1::2]  # [S, P/2, L]
+        draws = torch.stack([torch.rand((p // 2, 2), generator=g, device=device) for g in self.generators])
+        cross = draws[..., 0] < config.crossover_prob  # [S, P/2]
+        cut = 1 + (draws[..., 1] * (length - 1)).long()  # [S, P/2] in [1, L-1]: both parts non-empty
+        head = torch.arange(length, device=device) < cut[..., None]  # [S, P/2, L]
+        swap = cross[..., None] & ~head
+        children = torch.cat([torch.where(swap, fathers, mothers), torch.where(swap, mothers, fathers)], dim=1)
+        mutate = torch.stack([torch.rand((p, length), generator=g, device=device) for g in self.generators])
+        children = torch.where(mutate < config.mutation_prob, _uniform_commands(self.generators, (p, length), device),
+                               children)  # [S, P, L]
+        if config.hall_of_fame:
+            fame = self.fame.tokens[:, : config.hall_of_fame]  # [S, F, L]
+            children = torch.cat([children[:, : p - config.hall_of_fame], fame], dim=1)
+        self.population = children
+        return {}
+
+    def state_dict(self) -> dict:
+        return {"population": self.population.clone(), "fame": self.fame.state_dict(),
+                "generators": generator_states(self.generators), "config": dataclasses.asdict(self.config)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.population = state["population"].to(self.device).clone()
+        self.fame.load_state_dict(state["fame"])
+        load_generator_states(self.generators, state["generators"])
+
+
+@dataclass(frozen=True)
+class RandomConfig:
+    """Uniform random search (PQT_SPEC §4)."""
+
+    batch_size: int = 64
+    """Programs drawn per member per step (only the NPE granularity)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
+
+
+class RandomSearch:
+    """Uniform random ``max_len``-token programs over the eight commands."""
+
+    def __init__(self, config: RandomConfig, seeds: tuple[int, ...], max_len: int, device: torch.device):
+        self.config, self.max_len, self.device = config, max_len, device
+        self.programs_per_step = config.batch_size
+        self.generators = member_generators(seeds, device)
+
+    def propose(self, rounds: torch.Tensor | None) -> torch.Tensor:
+        return _uniform_commands(self.generators, (self.config.batch_size, self.max_len), self.device)
+
+    def new_programs(self, step: int) -> int:
+        return self.config.batch_size
+
+    def learn(self, tokens: torch.Tensor, rewards: torch.Tensor, solved: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {}
+
+    def state_dict(self) -> dict:
+        return {"generators": generator_states(self.generators), "config": dataclasses.asdict(self.config)}
+
+    def load_state_dict(self, state: dict) -> None:
+        load_generator_states(self.generators, state["generators"])

@@ -1,0 +1,69 @@
+"""The priority queue of best unique programs: order, uniqueness, eviction, sampling."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from synthenv.agents.priority_queue import ProgramQueue
+
+CPU = torch.device("cpu")
+
+
+def programs(*rows):
+    return torch.tensor([rows])  # [1, B, L]
+
+
+def test_keeps_the_best_unique_programs_sorted():
+    queue = ProgramQueue(1, 3, 2, CPU)
+    queue.push(programs([1, 1], [2, 2], [1, 1], [3, 3]), torch.tensor([[0.5, 0.2, 0.5, 0.1]]))
+    assert queue.tokens[0].tolist() == [[1, 1], [2, 2], [3, 3]]
+    assert queue.rewards[0].tolist() == pytest.approx([0.5, 0.2, 0.1])
+
+
+def test_evicts_the_worst_and_never_duplicates_a_queued_program():
+    queue = ProgramQueue(1, 2, 2, CPU)
+    queue.push(programs([1, 1], [2, 2]), torch.tensor([[0.5, 0.2]]))
+    queue.push(programs([1, 1], [4, 4]), torch.tensor([[0.5, 0.3]]))  # [1,1] again: no second copy
+    assert queue.tokens[0].tolist() == [[1, 1], [4, 4]]
+    queue.push(programs([5, 5]), torch.tensor([[0.9]]))
+    assert queue.tokens[0].tolist() == [[5, 5], [1, 1]]
+    queue.push(programs([6, 6]), torch.tensor([[0.0]]))  # worse than everything: not kept
+    assert queue.rewards[0].tolist() == pytest.approx([0.9, 0.5])
+
+
+def test_empty_slots_never_swallow_an_all_eos_program():
+    queue = ProgramQueue(1, 3, 2, CPU)  # empty slots hold zero tokens, like an empty program
+    queue.push(programs([0, 0]), torch.tensor([[-0.1]]))
+    assert queue.valid[0].tolist() == [True, False, False]
+    assert queue.tokens[0, 0].tolist() == [0, 0]
+
+
+def test_members_are_kept_apart():
+    queue = ProgramQueue(2, 1, 1, CPU)
+    queue.push(torch.tensor([[[1], [2]], [[3], [4]]]), torch.tensor([[0.1, 0.2], [0.4, 0.3]]))
+    assert queue.tokens[:, 0].tolist() == [[2], [3]]
+
+
+def test_sampling_is_uniform_over_filled_slots_and_flags_an_empty_queue():
+    queue = ProgramQueue(2, 4, 1, CPU)
+    queue.push(torch.tensor([[[1], [2]], [[3], [3]]]), torch.tensor([[0.1, 0.2], [0.5, 0.5]]))
+    generators = [torch.Generator().manual_seed(s) for s in range(2)]
+    tokens, valid = queue.sample(4000, generators)
+    assert valid.all()
+    counts = torch.bincount(tokens[0, :, 0], minlength=3)
+    assert counts[0] == 0 and abs(int(counts[1]) - 2000) < 200 and abs(int(counts[2]) - 2000) < 200
+    assert (tokens[1, :, 0] == 3).all()  # the duplicate was stored once
+    empty = ProgramQueue(1, 4, 1, CPU)
+    _, valid = empty.sample(3, [torch.Generator().manual_seed(0)])
+    assert not valid.any()
+
+
+def test_state_round_trip():
+    queue = ProgramQueue(1, 2, 2, CPU)
+    queue.push(programs([1, 2], [2, 1]), torch.tensor([[0.3, 0.4]]))
+    copy = ProgramQueue(1, 2, 2, CPU)
+    copy.load_state_dict(queue.state_dict())
+    assert torch.equal(copy.tokens, queue.tokens) and torch.equal(copy.rewards, queue.rewards)
+    with pytest.raises(ValueError, match="capacity"):
+        ProgramQueue(1, 3, 2, CPU).load_state_dict(queue.state_dict())
