@@ -43,9 +43,15 @@ enum { ST_OK = 0, ST_STEP_LIMIT = 1, ST_SYNTAX_ERROR = 2, ST_ABORTED = 3 };
 
 #define TAPE(i) tape[(i64)(i) * stride]
 
+#if defined(__GNUC__) && !defined(SYN_CUDA) && !defined(SYN_NO_THREADED)
+#define SYN_THREADED 1
+#else
+#define SYN_THREADED 0
+#endif
+
 /* (v + delta) mod base for cells in [0, base): one division only when it wraps far. */
 SYN_FN i32 syn_wrap(i64 x, i32 base) {
-    if (x >= 0 && x < base) return (i32)x;
+    if ((unsigned long long)x < (unsigned long long)base) return (i32)x; /* 0 <= x < base */
     x %= base;
     return (i32)(x < 0 ? x + base : x);
 }
@@ -108,43 +114,64 @@ SYN_FN i32 syn_run_case(const i32 *code, const i32 *inputs, i32 input_len, i32 b
         log_n = 0; w_pc = (start); w_ptr = ptr; w_in = next_in; \
     } while (0)
 
+    const i32 *ins;
+    i32 arg;
+#if SYN_THREADED
+    /* Threaded dispatch (GCC/Clang computed goto): one indirect jump per op, better predicted
+     * than a shared switch. Ops outside 0..8 read as HALT. */
+    static const void *const labels[16] = {&&op_halt, &&op_add, &&op_move, &&op_out, &&op_in, &&op_jz, &&op_jnz,
+                                           &&op_nop, &&op_loop, &&op_halt, &&op_halt, &&op_halt, &&op_halt,
+                                           &&op_halt, &&op_halt, &&op_halt};
+#define OP(name, value) op_##name:
+#define NEXT                                    \
+    do {                                        \
+        ins = code + 5 * (i64)pc;               \
+        arg = ins[1];                           \
+        goto *labels[ins[0] & 15];              \
+    } while (0)
+    NEXT;
+#else
+#define OP(name, value) case value:
+#define NEXT continue
     for (;;) {
-        const i32 *ins = code + 5 * (i64)pc;
-        const i32 op = ins[0], arg = ins[1];
-        switch (op) {
-        case OP_ADD: {
+        ins = code + 5 * (i64)pc;
+        arg = ins[1];
+        switch (ins[0]) {
+#endif
+        OP(add, OP_ADD) {
             CHARGE(ins[3]);
             i32 old = (i32)TAPE(ptr);
             LOG_WRITE(ptr, old);
             TAPE(ptr) = (cell_t)syn_wrap((i64)old + arg, base);
             pc++;
-            break;
+            NEXT;
         }
-        case OP_MOVE:
+        OP(move, OP_MOVE) {
             CHARGE(ins[3]);
             ptr += arg;
             if (ptr < ins[2]) ptr = ins[2]; /* `<` clamps at cell 0: the folded floor */
             if (ptr > high) high = ptr;
             pc++;
-            break;
-        case OP_OUT: {
+            NEXT;
+        }
+        OP(out, OP_OUT) {
             CHARGE(ins[3]);
             i32 v = (i32)TAPE(ptr), end = nout + arg, stop = end < num_outputs ? end : num_outputs;
             for (i32 j = nout; j < stop; j++) out[j] = v;
             nout = end;
             pc++;
-            break;
+            NEXT;
         }
-        case OP_IN: {
+        OP(in, OP_IN) {
             CHARGE(ins[3]);
             next_in += arg;
             i32 v = next_in - 1 < input_len ? inputs[next_in - 1] : 0; /* keep the last read */
             LOG_WRITE(ptr, (i32)TAPE(ptr));
             TAPE(ptr) = (cell_t)v;
             pc++;
-            break;
+            NEXT;
         }
-        case OP_JZ:
+        OP(jz, OP_JZ) {
             CHARGE(1);
             if (TAPE(ptr) == 0) {
                 pc = ins[4];
@@ -153,21 +180,22 @@ SYN_FN i32 syn_run_case(const i32 *code, const i32 *inputs, i32 input_len, i32 b
                 pc++;
                 if (arg == 1) WATCH(pc); else log_n = LOG_OFF;
             }
-            break;
-        case OP_JNZ:
+            NEXT;
+        }
+        OP(jnz, OP_JNZ) {
             CHARGE(1);
             if (TAPE(ptr) == 0) {
                 pc++;
                 log_n = LOG_OFF;
-                break;
+                NEXT;
             }
-            if (arg == 1 && log_n < LOG_OFF && w_pc == ins[4] && ptr == w_ptr &&
+            if (ptr == w_ptr && log_n < LOG_OFF && arg == 1 && w_pc == ins[4] &&
                 (next_in == w_in || w_in >= input_len)) {
                 /* The iteration left pointer, input and every cell it wrote as they were:
                  * the next one is identical, forever (synthenv.ir, JZ/JNZ). */
-                i32 same = 1;
-                for (i32 j = 0; j < log_n; j++) same &= (i32)TAPE(log_pos[j]) == log_old[j];
-                if (same) goto fail;
+                i32 j = 0;
+                while (j < log_n && (i32)TAPE(log_pos[j]) == log_old[j]) j++;
+                if (j == log_n) goto fail;
             }
 #ifdef SYN_CUDA
             if (abort_flag && (++polls & 63) == 0 && *abort_flag) {
@@ -177,24 +205,26 @@ SYN_FN i32 syn_run_case(const i32 *code, const i32 *inputs, i32 input_len, i32 b
 #endif
             pc = ins[4];
             if (arg == 1) WATCH(pc); else log_n = LOG_OFF;
-            break;
-        case OP_NOP:
+            NEXT;
+        }
+        OP(nop, OP_NOP) {
             CHARGE(ins[3]);
             pc++;
-            break;
-        case OP_LOOP: {
+            NEXT;
+        }
+        OP(loop, OP_LOOP) {
             i32 v = (i32)TAPE(ptr);
             if (v == 0) {
                 CHARGE(1);
                 pc = ins[4];
                 log_n = LOG_OFF;
-                break;
+                NEXT;
             }
             if (ptr < ins[2]) { /* the body could clamp at cell 0: run it normally */
                 CHARGE(1);
                 pc++;
                 WATCH(pc);
-                break;
+                NEXT;
             }
             i64 t = syn_iterations(arg, v, base);
             if (t == 0) goto fail; /* the entry cell never reaches 0 */
@@ -212,13 +242,21 @@ SYN_FN i32 syn_run_case(const i32 *code, const i32 *inputs, i32 input_len, i32 b
             }
             pc = ins[4];
             log_n = LOG_OFF;
-            break;
+            NEXT;
         }
-        default: /* OP_HALT (and any unknown op): the program ends */
-            status = ST_OK;
+#if SYN_THREADED
+        op_halt:
+#else
+        default: /* OP_HALT (and any unknown op) */
+#endif
+            status = ST_OK; /* the program ends */
             goto done;
+#if !SYN_THREADED
         }
     }
+#endif
+#undef OP
+#undef NEXT
 fail:
     steps = max_steps;
     status = ST_STEP_LIMIT;
