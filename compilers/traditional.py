@@ -218,8 +218,8 @@ class TraditionalCompiler:
 
     >>> from synthenv.language import encode_batch
     >>> program = TraditionalCompiler().compile(encode_batch(["+++[->++<]"]))
-    >>> int(program.num_ops[0])
-    6
+    >>> int(program.num_ops[0])  # ADD 3, LOOP, ADD, MOVE, ADD, MOVE, JNZ
+    7
     """
 
     fold: bool = True

@@ -144,16 +144,23 @@ def score_program(
     base: int,
     max_steps: int = DEFAULT_MAX_STEPS,
     strict_syntax: bool = False,
+    stop_at_failure: bool = True,
 ) -> ProgramScore:
     """Score ``code`` on ``cases`` the way PQT's task manager does (PQT_SPEC §2).
 
-    Every case is run (each is independent), then PQT's rule applies: any failing case fails
-    the whole program with reward ``-2 / (4 * #cases)``.
+    Cases run in order; PQT stops at the first failing case (``stop_at_failure=False`` runs
+    them all: each is independent) and any failure fails the whole program with reward
+    ``-2 / (4 * #cases)``.
 
     >>> score_program(",[>,]<[.<]", [([1, 2], [2, 1, 0])], 256).reward
     -0.5
     """
-    runs = tuple(run(code, inputs, base, max_steps, strict_syntax) for inputs, _ in cases)
+    runs = []
+    for inputs, _ in cases:
+        runs.append(run(code, inputs, base, max_steps, strict_syntax))
+        if stop_at_failure and runs[-1].status != Status.OK:
+            break
+    runs = tuple(runs)
     scale = 4.0 * len(cases)
     if any(r.status != Status.OK for r in runs):
         return ProgramScore(-2.0 / scale, False, runs)
