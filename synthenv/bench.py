@@ -8,7 +8,9 @@ CPU-centric starting point; every ratio is taken against it) and a naive native 
 of raw BF (``synthenv.engines.native.run_naive``) on one core and on all cores.
 
 Adding a backend (say ``neural``) needs nothing here: register it as a compiler and name it
-in the configurations (``neural:native``). Other references go into ``REFERENCES``.
+in the configurations (``neural:native``). Other references go into ``REFERENCES``; the
+``traditional-c`` backend (the traditional compiler's passes in C, the same IR) is measured
+from ``COMPILERS``.
 
 >>> import torch
 >>> from synthenv import tasks, workloads
@@ -62,8 +64,11 @@ REFERENCES: dict[tuple[str, str], Callable[[], object]] = {
 }
 """Benchmark-only backends (not in the compiler registry): (backend, engine) -> pipeline factory."""
 
+COMPILERS: dict[str, Callable[[], object]] = {"traditional-c": native.NativeCompiler}
+"""Benchmark-only compiler backends (not in the compiler registry), run with any engine."""
+
 DEFAULT_CONFIGS = ("cpu:reference", "naive:1-core", "naive:all-cores", "traditional:torch", "traditional:native",
-                   "traditional:cuda")
+                   "traditional-c:native", "traditional:cuda")
 BASELINE = ("cpu", "reference")
 
 
@@ -147,6 +152,8 @@ def make_evaluator(backend: str, engine: str, device: torch.device | str = "cpu"
     """An ``Evaluator`` for a configuration, including the benchmark-only references."""
     if (backend, engine) in REFERENCES:
         return Evaluator(REFERENCES[(backend, engine)](), None)
+    if backend in COMPILERS:
+        return Evaluator(COMPILERS[backend](), engines.select(engine, torch.device(device)))
     if backend == "naive":
         valid = [e for b, e in REFERENCES if b == "naive"]
         raise ValueError(unknown_name_message("engine", engine, valid))
@@ -201,7 +208,9 @@ def parse_config(text: str) -> tuple[str, str]:
 def runnable(backend: str, engine: str, device: torch.device) -> str | None:
     """None if the configuration can run on ``device``, else why not (for a skip note)."""
     if (backend, engine) in REFERENCES or backend == "cpu":
-        return None if device.type == "cpu" or backend == "cpu" else f"{backend} runs on the CPU only"
+        return None
+    if backend in COMPILERS:
+        device = torch.device("cpu")  # host-only backends run on the CPU whatever the device
     try:
         engines.select(engine, device)
     except (ValueError, ImportError, RuntimeError) as error:
@@ -265,7 +274,7 @@ def run_suite(configs: Sequence[tuple[str, str]], task_list: Sequence[Task], wor
     records = []
     evaluators: dict[tuple[str, str], Evaluator] = {}
     for backend, engine, task, workload, n in tqdm(plan, desc="bench", disable=not progress, unit="config"):
-        on = torch.device("cpu") if (backend, engine) in REFERENCES or backend == "cpu" else device
+        on = torch.device("cpu") if (backend, engine) in REFERENCES or backend in ("cpu", *COMPILERS) else device
         if (backend, engine) not in evaluators:
             evaluators[(backend, engine)] = make_evaluator(backend, engine, on)
         tokens = make_tokens(workload, n, task, seed, length, on)

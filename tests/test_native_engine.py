@@ -10,8 +10,11 @@ import warnings
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import idiom_programs, loop_heavy_programs, uniform_programs
 
-from synthenv import compilers, engines, reference, tasks, workloads
+from synthenv import compilers, engines, ir, reference, tasks, workloads
 from synthenv.engines import common, native
 from synthenv.engines.native import NativeBuildError, NativeEngine
 from synthenv.engines.torch_engine import TorchEngine
@@ -165,6 +168,31 @@ def test_loop_iterations_for_large_bases():
         assert native.loop_iterations(d, v, base) == (-v * pow(d, -1, base)) % base
     assert native.loop_iterations(6, 3, 512) == 0  # gcd 2 does not divide 509
     assert native.loop_iterations(6, 2, 512) == 85  # 2 + 85 * 6 = 512
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_c_compiler_emits_exactly_the_traditional_ir(workload):
+    tokens = workloads.make(workload, 3000, seed=21)
+    got, want = native.compile_tokens(tokens), COMPILER.compile(tokens)
+    assert bool(ir.equal(got, want).all())
+    assert torch.equal(got.num_ops, want.num_ops)
+
+
+@given(st.lists(st.one_of(uniform_programs, loop_heavy_programs, idiom_programs), min_size=1, max_size=16),
+       st.integers(0, 3))
+def test_c_compiler_on_generated_programs(programs, threads):
+    tokens = encode_batch(programs, 100)
+    got, want = native.compile_tokens(tokens, num_threads=threads), COMPILER.compile(tokens)
+    assert bool(ir.equal(got, want).all()) and torch.equal(got.num_ops, want.num_ops)
+
+
+def test_c_compiler_edge_cases():
+    for tokens in (encode_batch(["", "[", "]", "[]", "]][[", "[[]]", "<<>>[<<>>-]", "+[-]>[+[-]]", "_+"], 12),
+                   torch.zeros((3, 0), dtype=torch.int64), torch.zeros((0, 7), dtype=torch.int64)):
+        got, want = native.compile_tokens(tokens), COMPILER.compile(tokens)
+        assert bool(ir.equal(got, want).all()) and torch.equal(got.num_ops, want.num_ops)
+    with pytest.raises(ValueError, match=r"\[N, L\]"):
+        native.compile_tokens(torch.zeros(5, dtype=torch.int64))
 
 
 def test_outputs_keep_the_first_values_and_count_all():

@@ -69,6 +69,16 @@ def test_naive_interpreter_is_clean_and_matches_the_normal_build(driver, workloa
                      native.run_naive(tokens, task, early_abort=True))
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ["uniform", "loop_heavy", "near"])
+def test_c_compiler_is_clean_and_matches_the_normal_build(driver, workload):
+    """Driver mode 2: tokens compiled by synthenv_compile, then run (tests compile_tokens too)."""
+    tokens = workloads.make(workload, 4_000, seed=8)
+    task = tasks.get("reverse")
+    want = NativeEngine().run(native.compile_tokens(tokens), task, early_abort=True)
+    assert_identical(native.run_driver(driver, tokens, task, early_abort=True, compile=True), want)
+
+
 def test_the_sanitizer_catches_an_out_of_bounds_tape(driver, tmp_path, monkeypatch):
     """A kernel with a one-cell tape must be reported, or the clean runs above prove nothing."""
     monkeypatch.setenv("SYNTHENV_CACHE_DIR", str(tmp_path))

@@ -23,6 +23,7 @@
 typedef int i32;
 typedef long long i64;
 typedef signed char i8;
+typedef unsigned char u8_t;
 
 #if defined(SYN_CELL_U8)
 typedef unsigned char cell_t; /* CUDA, base <= 256: 4x less tape memory */
@@ -440,10 +441,166 @@ int synthenv_naive(const long long *tokens, i64 num_programs, i64 length, const 
     return failed ? -1 : 0;
 }
 
+/* ---- compilers/traditional.py's passes, one program per thread, for CPU tensors ----
+ * The same IR, bit for bit (tests/test_native_engine.py checks ir.equal on random programs):
+ * lex up to the first EOS, match brackets (PQT: unmatched ones become one-step no-ops), mark
+ * innermost loops, find counted loops (innermost, body of +-<> only, net move 0), fold runs.
+ * Writes every element of `code` [N, L + 1, 5]; slots after the last op are HALT (all zero). */
+enum { C_NONE = 0, C_ADD, C_MOVE, C_OUT, C_IN, C_OPEN, C_CLOSE, C_UNMATCHED };
+
+typedef struct {
+    i8 *cls;        /* [L] token class after matching */
+    i8 *loop;       /* [L] at both brackets of a matched pair: 1 = innermost, 3 = also a counted loop */
+    i32 *partner;   /* [L] matching bracket or -1 */
+    i32 *moved;     /* [L] pointer offset after each token (inclusive prefix sum of moves) */
+    i32 *op_of;     /* [L] op slot of each token (the bracket stack while matching) */
+    i32 *brackets;  /* [L] at `[`: bracket tokens before it */
+    i32 *io;        /* [L] at `[`: `.` and `,` tokens before it */
+} compile_scratch;
+
+/* Lex up to the first EOS, match brackets, mark innermost and counted loops; returns the length. */
+static i32 compile_lex_match(const long long *tokens, i64 length, compile_scratch *w, i32 *balanced) {
+    static const i8 token_class[9] = {C_NONE, C_MOVE, C_MOVE, C_ADD, C_ADD, C_OPEN, C_CLOSE, C_OUT, C_IN};
+    i32 len = 0, depth = 0, offset = 0, brackets = 0, io = 0;
+    i32 *stack = w->op_of; /* op slots are assigned after matching */
+    while (len < length && tokens[len] > 0 && tokens[len] <= T_IN) len++;
+    *balanced = 1;
+    for (i32 i = 0; i < len; i++) {
+        i8 c = token_class[tokens[i]];
+        offset += tokens[i] == T_RIGHT ? 1 : tokens[i] == T_LEFT ? -1 : 0;
+        w->cls[i] = c;
+        w->loop[i] = 0;
+        w->partner[i] = -1;
+        w->moved[i] = offset;
+        if (c == C_OPEN) {
+            w->brackets[i] = brackets++;
+            w->io[i] = io;
+            stack[depth++] = i;
+        } else if (c == C_CLOSE) {
+            if (depth == 0) {
+                w->cls[i] = C_UNMATCHED;
+                *balanced = 0;
+            } else {
+                i32 open = stack[--depth];
+                w->partner[i] = open;
+                w->partner[open] = i;
+                /* innermost: no bracket of any kind in between (unmatched ones included);
+                 * counted: innermost with only +-<> in the body and net move 0 */
+                i32 innermost = brackets == w->brackets[open] + 1;
+                i32 counted = innermost && io == w->io[open] && w->moved[i] == w->moved[open];
+                w->loop[open] = w->loop[i] = (i8)(innermost | counted << 1);
+            }
+            brackets++;
+        } else if (c == C_OUT || c == C_IN) {
+            io++;
+        }
+    }
+    for (i32 d = 0; d < depth; d++) w->cls[stack[d]] = C_UNMATCHED;
+    if (depth) *balanced = 0;
+    return len;
+}
+
+/* Fields of the op made of tokens [first, end) (a run of one class, or one bracket). */
+static void compile_op(const long long *tokens, const compile_scratch *w, i32 first, i32 end, i32 body_of, i32 *ins) {
+    const i8 c = w->cls[first];
+    ins[0] = ins[1] = ins[2] = ins[4] = 0;
+    const i32 before = first > 0 ? w->moved[first - 1] : 0;
+    i32 sum = 0, low = w->moved[first];
+    for (i32 i = first; i < end; i++) {
+        sum += tokens[i] == T_INC ? 1 : tokens[i] == T_DEC ? -1 : 0;
+        if (w->moved[i] < low) low = w->moved[i];
+    }
+    ins[3] = end - first; /* raw steps */
+    if (c == C_ADD) {
+        ins[0] = OP_ADD;
+        ins[1] = sum;
+        if (body_of >= 0) ins[2] = w->moved[first] - w->moved[body_of]; /* offset from the loop entry */
+    } else if (c == C_MOVE) {
+        i32 net = w->moved[end - 1] - before, dip = low - before;
+        ins[0] = OP_MOVE;
+        ins[1] = net;
+        ins[2] = net - (dip < 0 ? dip : 0); /* floor: ptr' = max(ptr + net, floor) */
+    } else if (c == C_OUT || c == C_IN) {
+        ins[0] = c == C_OUT ? OP_OUT : OP_IN;
+        ins[1] = end - first;
+    } else if (c == C_UNMATCHED) {
+        ins[0] = OP_NOP;
+    } else { /* a matched bracket */
+        const i32 other = w->partner[first];
+        ins[0] = c == C_OPEN ? OP_JZ : OP_JNZ;
+        ins[1] = w->loop[first] & 1;
+        ins[4] = w->op_of[other] + 1;
+        if (c == C_OPEN && (w->loop[first] & 2)) {
+            i32 delta = 0, lowest = 0;
+            for (i32 j = first + 1; j < other; j++) {
+                i32 at = w->moved[j] - w->moved[first];
+                if (at < lowest) lowest = at;
+                if (at == 0) delta += tokens[j] == T_INC ? 1 : tokens[j] == T_DEC ? -1 : 0;
+            }
+            ins[0] = OP_LOOP;
+            ins[1] = delta;     /* the entry cell's change per iteration */
+            ins[2] = -lowest;   /* lowest pointer at which the body never clamps */
+            ins[3] = other - first; /* raw steps per iteration: body + `]` */
+        }
+    }
+}
+
+static void compile_one(const long long *tokens, i64 length, compile_scratch *w, i32 *code, i32 *num_ops,
+                        u8_t *balanced, i32 *length_out) {
+    i32 ok, len = compile_lex_match(tokens, length, w, &ok), ops = 0;
+    for (i32 i = 0; i < len; i++) { /* op slots: runs of one foldable class share one */
+        const i8 c = w->cls[i];
+        const i32 foldable = c != C_OPEN && c != C_CLOSE;
+        if (!(i > 0 && foldable && w->cls[i - 1] == c)) ops++;
+        w->op_of[i] = ops - 1;
+    }
+    i32 body_of = -1; /* the `[` of the counted loop whose body we are in */
+    for (i32 i = 0; i < len;) {
+        i32 end = i + 1;
+        while (end < len && w->op_of[end] == w->op_of[i]) end++;
+        if (w->cls[i] == C_OPEN || w->cls[i] == C_CLOSE || w->cls[i] == C_UNMATCHED)
+            body_of = w->cls[i] == C_OPEN && (w->loop[i] & 2) ? i : -1;
+        compile_op(tokens, w, i, end, w->cls[i] == C_OPEN ? -1 : body_of, code + 5 * (i64)w->op_of[i]);
+        i = end;
+    }
+    for (i64 j = 5 * (i64)ops; j < 5 * (length + 1); j++) code[j] = 0; /* HALT */
+    *num_ops = ops;
+    *balanced = (u8_t)ok;
+    *length_out = len;
+}
+
+int synthenv_compile(const long long *tokens, i64 num_programs, i64 length, i32 *code, i32 *num_ops, u8_t *balanced,
+                     i32 *lengths, i32 num_threads) {
+    int failed = 0;
+    if (num_threads <= 0) num_threads = omp_get_max_threads();
+#pragma omp parallel num_threads(num_threads) reduction(| : failed)
+    {
+        size_t n = (size_t)length + 1;
+        compile_scratch w = {(i8 *)malloc(n), (i8 *)malloc(n), (i32 *)malloc(4 * n), (i32 *)malloc(4 * n),
+                             (i32 *)malloc(4 * n), (i32 *)malloc(4 * n), (i32 *)malloc(4 * n)};
+        if (!w.cls || !w.loop || !w.partner || !w.moved || !w.op_of || !w.brackets || !w.io) failed = 1;
+#pragma omp for schedule(static)
+        for (i64 p = 0; p < num_programs; p++) {
+            if (failed) continue;
+            compile_one(tokens + p * length, length, &w, code + p * (length + 1) * 5, num_ops + p, balanced + p,
+                        lengths + p);
+        }
+        free(w.cls);
+        free(w.loop);
+        free(w.partner);
+        free(w.moved);
+        free(w.op_of);
+        free(w.brackets);
+        free(w.io);
+    }
+    return failed ? -1 : 0;
+}
+
 #ifdef SYNTHENV_DRIVER
 /* Standalone driver for the sanitizer tests: `kernel in.bin out.bin`.
  * in.bin: 11 int64 (mode, N, P_or_L, K, I, base, max_steps, flag, O, threads, strict), then the
- * program (int32 code [N, P, 5] for mode 0, int64 tokens [N, L] for mode 1), int32 inputs
+ * program (mode 0: int32 code [N, P, 5] run by synthenv_run; mode 1: int64 tokens [N, L] run
+ * by synthenv_naive; mode 2: tokens compiled by synthenv_compile, then run), int32 inputs
  * [K, I] and int32 input lengths [K]. out.bin: outputs, output lengths, status, steps. */
 #include <stdio.h>
 
@@ -461,6 +618,7 @@ int main(int argc, char **argv) {
     if (fread(h, sizeof(i64), 11, f) != 11) { fprintf(stderr, "short header\n"); return 2; }
     i64 mode = h[0], n = h[1], p = h[2], k = h[3], w = h[4], o = h[8];
     size_t program_bytes = mode == 0 ? sizeof(i32) * (size_t)(n * p * 5) : sizeof(long long) * (size_t)(n * p);
+    if (mode < 0 || mode > 2) { fprintf(stderr, "mode must be 0, 1 or 2\n"); return 2; }
     void *program = read_all(f, program_bytes);
     i32 *inputs = (i32 *)read_all(f, sizeof(i32) * (size_t)(k * w));
     i32 *input_lengths = (i32 *)read_all(f, sizeof(i32) * (size_t)k);
@@ -469,11 +627,23 @@ int main(int argc, char **argv) {
     i32 *lengths = (i32 *)malloc(sizeof(i32) * (size_t)(n * k) + 1);
     i8 *status = (i8 *)malloc((size_t)(n * k) + 1);
     i32 *steps = (i32 *)malloc(sizeof(i32) * (size_t)(n * k) + 1);
-    int rc = mode == 0
-        ? synthenv_run((const i32 *)program, n, p, inputs, input_lengths, k, w, (i32)h[5], (i32)h[6], (i32)h[7],
-                       outputs, lengths, status, steps, o, (i32)h[9])
-        : synthenv_naive((const long long *)program, n, p, inputs, input_lengths, k, w, (i32)h[5], (i32)h[6],
-                         (i32)h[10], (i32)h[7], outputs, lengths, status, steps, o, (i32)h[9]);
+    int rc = 0;
+    if (mode == 2) { /* compile the tokens, then run the IR */
+        i32 *code = (i32 *)malloc(sizeof(i32) * (size_t)(n * (p + 1) * 5) + 1);
+        i32 *num_ops = (i32 *)malloc(sizeof(i32) * (size_t)n + 1), *lens = (i32 *)malloc(sizeof(i32) * (size_t)n + 1);
+        u8_t *balanced = (u8_t *)malloc((size_t)n + 1);
+        rc = synthenv_compile((const long long *)program, n, p, code, num_ops, balanced, lens, (i32)h[9]);
+        if (rc == 0)
+            rc = synthenv_run(code, n, p + 1, inputs, input_lengths, k, w, (i32)h[5], (i32)h[6], (i32)h[7], outputs,
+                              lengths, status, steps, o, (i32)h[9]);
+        free(code); free(num_ops); free(lens); free(balanced);
+    } else if (mode == 1) {
+        rc = synthenv_naive((const long long *)program, n, p, inputs, input_lengths, k, w, (i32)h[5], (i32)h[6],
+                            (i32)h[10], (i32)h[7], outputs, lengths, status, steps, o, (i32)h[9]);
+    } else {
+        rc = synthenv_run((const i32 *)program, n, p, inputs, input_lengths, k, w, (i32)h[5], (i32)h[6], (i32)h[7],
+                          outputs, lengths, status, steps, o, (i32)h[9]);
+    }
     if (rc != 0) { fprintf(stderr, "kernel failed: %d\n", rc); return 3; }
     FILE *g = fopen(argv[2], "wb");
     if (!g) { perror(argv[2]); return 2; }

@@ -50,6 +50,7 @@ _SIGNATURES = {
     "synthenv_naive": [_ptr, _i64, _i64, _ptr, _ptr, _i64, _i64, _i32, _i32, _i32, _i32, _ptr, _ptr, _ptr, _ptr, _i64,
                        _i32],
     "synthenv_loop_iterations": [_i64, _i64, _i64],
+    "synthenv_compile": [_ptr, _i64, _i64, _ptr, _ptr, _ptr, _ptr, _i32],
 }
 
 
@@ -157,6 +158,47 @@ def loop_iterations(delta: int, value: int, base: int) -> int:
     return int(library().synthenv_loop_iterations(delta, value, base))
 
 
+def compile_tokens(tokens: torch.Tensor, num_threads: int = 0) -> Program:
+    """The traditional compiler's passes in C, one program per thread: the same IR, bit for bit.
+
+    ``compilers/traditional.py`` is data-parallel torch, the right shape for a GPU; on a CPU
+    its few dozen passes over ``[N, L]`` tensors cost more than running the programs. This
+    is the same algorithm run sequentially per program (tests check ``ir.equal``).
+
+    >>> from synthenv.language import encode_batch
+    >>> int(compile_tokens(encode_batch(["+++[->++<]"])).num_ops[0])
+    6
+    """
+    _check_cpu(tokens.device, "the tokens")
+    if tokens.dim() != 2:
+        raise ValueError(f"tokens must have shape [N, L], got {tuple(tokens.shape)}")
+    tokens = tokens.to(torch.int64).contiguous()  # [N, L]
+    num, length = tokens.shape
+    program = Program(torch.empty((num, length + 1, 5), dtype=torch.int32), torch.empty(num, dtype=torch.int32),
+                      torch.empty(num, dtype=torch.bool), torch.empty(num, dtype=torch.int32))
+    rc = library().synthenv_compile(tokens.data_ptr(), num, length, program.code.data_ptr(),
+                                    program.num_ops.data_ptr(), program.balanced.data_ptr(),
+                                    program.lengths.data_ptr(), num_threads)
+    if rc != 0:
+        raise MemoryError(f"the native compiler could not allocate its scratch space ({length} tokens)")
+    return program
+
+
+@dataclass(frozen=True)
+class NativeCompiler:
+    """``compile_tokens`` as a compiler backend (same IR as ``traditional``), for CPU tensors.
+
+    Not in the compiler registry: ``synthenv bench`` measures it as ``traditional-c``.
+    """
+
+    num_threads: int = 0
+    name: str = "traditional-c"
+
+    def compile(self, tokens: torch.Tensor) -> Program:
+        """Compile ``tokens [N, L]`` (CPU) to IR."""
+        return compile_tokens(tokens, self.num_threads)
+
+
 def _check_outputs(num_outputs: int | None, task: Task) -> int:
     if num_outputs is None:
         return max(1, task.max_output_length)
@@ -259,24 +301,26 @@ def run_naive(tokens: torch.Tensor, task: Task, num_outputs: int | None = None, 
 
 
 def run_driver(driver: Path, program: Program | torch.Tensor, task: Task, num_outputs: int | None = None,
-               early_abort: bool = False, num_threads: int = 0, workdir: Path | None = None) -> Execution:
+               early_abort: bool = False, num_threads: int = 0, compile: bool = False) -> Execution:
     """Run the standalone kernel ``driver`` (see ``build_driver``) in a subprocess.
 
-    ``program`` is a compiled ``Program`` (the IR engine) or ``[N, L]`` tokens (the naive
-    interpreter). A sanitizer report makes the driver fail: this raises ``RuntimeError`` with
-    its output.
+    ``program`` is a compiled ``Program`` (the IR engine) or ``[N, L]`` tokens: run by the
+    naive interpreter, or with ``compile`` compiled by the C compiler and run by the IR engine
+    (strict syntax is not applied then). A sanitizer report makes the driver fail: this raises
+    ``RuntimeError`` with its output.
     """
     import numpy as np
 
     num_outputs = _check_outputs(num_outputs, task)
     naive = isinstance(program, torch.Tensor)
+    mode = (2 if compile else 1) if naive else 0
     data = program.to(torch.int64) if naive else program.code.to(torch.int32)
     data = data.cpu().contiguous()
     cases = task.tensors("cpu")
     num, width, num_cases = data.shape[0], data.shape[1], cases.num_cases
-    header = np.array([int(naive), num, width, num_cases, cases.inputs.shape[1], task.base, task.max_steps,
+    header = np.array([mode, num, width, num_cases, cases.inputs.shape[1], task.base, task.max_steps,
                        int(early_abort), num_outputs, num_threads, int(task.strict_syntax)], dtype=np.int64)
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
         source, target = Path(tmp) / "in.bin", Path(tmp) / "out.bin"
         source.write_bytes(header.tobytes() + data.numpy().tobytes() + cases.inputs.numpy().tobytes()
                            + cases.input_lengths.numpy().tobytes())
