@@ -16,6 +16,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("synthenv.cli.bench", "BenchCommand"),
     "train-compiler": ("synthenv.cli.train_compiler", "TrainCompilerCommand"),
     "compiler-report": ("synthenv.cli.compiler_report", "CompilerReportCommand"),
+    "train": ("synthenv.cli.train", "TrainCommand"),
+    "table": ("synthenv.cli.table", "TableCommand"),
 }
 
 
