@@ -54,6 +54,10 @@ class PPOConfig:
     """Global gradient-norm clip, per member."""
     norm_adv: bool = True
     """Normalise advantages per member and minibatch."""
+    risk_quantile: float = 0.0
+    """Risk-seeking policy gradient (Petersen et al., 2021): train only on each batch's top
+    ``risk_quantile`` fraction of programs, with advantage ``R - R_q`` (the quantile as baseline),
+    which targets the best program rather than the average one. 0: off (GAE with the value head)."""
     queue_size: int = 16
     """K, best unique programs kept for self-imitation (0 disables the queue)."""
     queue_coef: float = 0.5
@@ -75,27 +79,46 @@ class PPOConfig:
             raise ValueError(f"num_minibatches={self.num_minibatches} must divide batch_size={self.batch_size}")
         if not isinstance(self.queue_size, int) or self.queue_size < 0:
             raise ValueError(f"queue_size must be an int >= 0, got {self.queue_size!r}")
+        if not 0.0 <= self.risk_quantile < 1.0:
+            raise ValueError(f"risk_quantile must be in [0, 1), got {self.risk_quantile!r}")
         if not 0.0 <= self.seed_prob <= 1.0:
             raise ValueError(f"seed_prob must be in [0, 1], got {self.seed_prob!r}")
         if self.seed_prob and not self.queue_size:
             raise ValueError("seed_prob > 0 seeds programs from the queue: set queue_size > 0")
 
 
-def normalize_advantages(advantages: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Zero mean, unit variance per member over the masked entries of ``advantages [S, ...]``."""
+def normalize_advantages(advantages: torch.Tensor, mask: torch.Tensor, center: bool = True) -> torch.Tensor:
+    """Unit variance (and zero mean if ``center``) per member over the masked entries of ``advantages [S, ...]``."""
     shape = (-1,) + (1,) * (advantages.dim() - 1)
     mean = masked_mean(advantages, mask).view(shape)
     std = masked_mean((advantages - mean) ** 2, mask).sqrt().view(shape)
-    return (advantages - mean) / (std + 1e-8)
+    return ((advantages - mean) if center else advantages) / (std + 1e-8)
+
+
+def risk_seeking_advantages(rewards: torch.Tensor, mask: torch.Tensor,
+                            quantile: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Advantages ``R - R_q`` on the programs at or above the batch's ``1 - quantile`` reward
+    quantile, per member; the mask drops every other program. ``rewards [S, B]``, ``mask [S, B, L]``.
+
+    >>> adv, mask = risk_seeking_advantages(torch.tensor([[0.0, 1.0, 2.0, 3.0]]),
+    ...                                     torch.ones((1, 4, 1), dtype=torch.bool), 0.5)
+    >>> adv[..., 0].tolist(), mask[..., 0].tolist()
+    ([[0.0, 0.0, 0.5, 1.5]], [[False, False, True, True]])
+    """
+    threshold = torch.quantile(rewards, 1.0 - quantile, dim=1, keepdim=True)  # [S, 1]
+    elite = rewards >= threshold  # [S, B]
+    mask = mask & elite[..., None]
+    return torch.where(mask, (rewards - threshold)[..., None], 0.0), mask
 
 
 def clipped_policy_loss(advantages: torch.Tensor, ratio: torch.Tensor, mask: torch.Tensor,
                         clip_coef: float) -> torch.Tensor:
     """PPO's clipped surrogate, ``mean(max(-A r, -A clip(r, 1 - c, 1 + c)))`` per member: ``[S]``.
 
-    >>> clipped_policy_loss(torch.tensor([[1.0, -1.0]]), torch.tensor([[1.5, 1.5]]),
-    ...                     torch.tensor([[True, True]]), 0.2).tolist()
-    [0.15000000596046448]
+    >>> loss = clipped_policy_loss(torch.tensor([[1.0, -1.0]]), torch.tensor([[1.5, 1.5]]),
+    ...                            torch.tensor([[True, True]]), 0.2)
+    >>> round(loss.item(), 6)  # (-1.2 + 1.5) / 2: the gain is clipped, the loss is not
+    0.15
     """
     clipped = ratio.clamp(1 - clip_coef, 1 + clip_coef)
     return masked_mean(torch.max(-advantages * ratio, -advantages * clipped), mask)
@@ -157,6 +180,8 @@ class PPO:
         mask = rollout.decisions  # [S, B, L]
         advantages, returns = compute_gae(terminal_rewards(rewards.float(), mask), rollout.values, mask,
                                           config.gamma, config.gae_lambda)
+        if config.risk_quantile:
+            advantages, mask = risk_seeking_advantages(rewards.float(), mask, config.risk_quantile)
         s, b, length = tokens.shape
         size = b // config.num_minibatches
         totals: dict[str, torch.Tensor] = {}
@@ -183,7 +208,7 @@ class PPO:
         log_ratio = log_p - old_log_p
         ratio = log_ratio.exp()
         if config.norm_adv:
-            advantages = normalize_advantages(advantages, mask)
+            advantages = normalize_advantages(advantages, mask, center=not config.risk_quantile)
         policy_loss = clipped_policy_loss(advantages, ratio, mask, config.clip_coef)  # [S]
         value_loss = clipped_value_loss(values, old_values, returns, mask, config.clip_coef)  # [S]
         entropy = masked_mean(entropies, mask)

@@ -31,7 +31,7 @@ class TrainConfig:
     """One training job: an algorithm on a task, for one or more seeds.
 
     >>> config = TrainConfig(task="print-hello", algo="random", npe=128, seeds=(0,), log_dir=None,
-    ...                      progress=False, engine="torch", max_len=10)
+    ...                      progress=False, max_len=10)
     >>> train(config)[0].npe
     128
     """
@@ -269,7 +269,7 @@ def train(config: TrainConfig) -> list[RunResult]:
     """Train ``config.algo`` on ``config.task`` for every seed; one ``RunResult`` per seed.
 
     >>> [r.solved for r in train(TrainConfig(task="print-hello", algo="ga", npe=200, seeds=(0, 1), log_dir=None,
-    ...                                      progress=False, engine="torch", max_len=8))]
+    ...                                      progress=False, max_len=8))]
     [False, False]
     """
     return Trainer(config).run()

@@ -1,0 +1,118 @@
+"""The training loop: NPE accounting, stop on success, exact resume, seeds batched independently."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from synthenv import agents, tasks
+from synthenv.agents import GAConfig, PPOConfig, RandomConfig, TrainConfig, Trainer
+from synthenv.tasks import Task
+
+# "." prints the zero cell: one token in eight solves it, so a batch of 64 always does
+DOT = Task.from_pairs("agents-test-dot", [([], [0])], base=2)
+tasks.register(DOT, overwrite=True)
+
+FAST = dict(log_dir=None, progress=False, engine="torch", log_every=1)
+
+
+def small_config(algo: str, **changes):
+    config = {
+        "ppo": PPOConfig(batch_size=8, num_minibatches=2),
+        "pqt": dataclasses.replace(agents.default_config("pqt"), batch_size=8),
+        "pg-pqt": dataclasses.replace(agents.default_config("pg-pqt"), batch_size=8),
+        "reinforce": dataclasses.replace(agents.default_config("reinforce"), batch_size=8),
+        "ga": GAConfig(population=10),
+        "random": RandomConfig(batch_size=8),
+    }[algo]
+    return dataclasses.replace(config, **changes)
+
+
+def test_npe_counts_sampled_programs_only():
+    results = agents.train(TrainConfig(task="print-hello", algo="random", npe=200, max_len=6, **FAST))
+    assert results[0].npe == 192 and not results[0].solved  # 3 batches of 64; a 4th would exceed the budget
+    results = agents.train(TrainConfig(task="print-hello", algo="ga", npe=300, max_len=6, **FAST))
+    assert results[0].npe == 100 + 98 + 98  # later generations replay the 2 hall-of-fame programs
+
+
+def test_stops_on_success_and_reports_the_solving_program():
+    trainer = Trainer(TrainConfig(task=DOT.name, algo="random", npe=10_000, max_len=1, seeds=(0, 1), **FAST))
+    results = trainer.run()
+    assert [r.solved for r in results] == [True, True]
+    assert [r.npe for r in results] == [64, 64]
+    assert [r.best_program for r in results] == [".", "."]
+    assert trainer.step_count == 1
+
+
+def test_a_solved_seed_stops_counting_while_the_others_go_on():
+    trainer = Trainer(TrainConfig(task=DOT.name, algo="random", npe=64 * 40, max_len=1, seeds=(0,),
+                                  algo_config=RandomConfig(batch_size=1), **FAST))
+    results = trainer.run()
+    assert results[0].solved and results[0].npe == trainer.npe_done <= 64 * 40  # stopped at its first solve
+
+
+@pytest.mark.parametrize("algo", ["ppo", "pqt", "ga"])
+def test_resume_gives_bitwise_the_same_next_updates(tmp_path, algo):
+    base = TrainConfig(task="reverse-tune", algo=algo, npe=10_000, max_len=10, seeds=(3, 4),
+                       algo_config=small_config(algo), **FAST)
+    straight = Trainer(dataclasses.replace(base, max_train_steps=4))
+    straight.run()
+    path = str(tmp_path / "run.pt")
+    first = Trainer(dataclasses.replace(base, max_train_steps=2, checkpoint=path, checkpoint_every=1))
+    first.run()
+    resumed = Trainer(dataclasses.replace(base, max_train_steps=4, resume=path))
+    assert resumed.step_count == 2
+    resumed.run()
+    _assert_same(straight.algorithm.state_dict(), resumed.algorithm.state_dict())
+    assert straight.npe.tolist() == resumed.npe.tolist()
+    assert torch.equal(straight.best_tokens, resumed.best_tokens)
+
+
+def _assert_same(a, b, where="state"):
+    if isinstance(a, torch.Tensor):
+        assert torch.equal(a, b), where
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            _assert_same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list | tuple):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_same(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, where
+
+
+def test_resume_refuses_other_settings(tmp_path):
+    path = str(tmp_path / "run.pt")
+    config = TrainConfig(task="reverse-tune", algo="random", npe=64, max_len=5, checkpoint=path, **FAST)
+    agents.train(config)
+    with pytest.raises(ValueError, match="max_len"):
+        Trainer(dataclasses.replace(config, max_len=6, checkpoint=None, resume=path))
+
+
+def test_a_seed_trains_the_same_alone_or_batched():
+    config = TrainConfig(task="reverse-tune", algo="ppo", npe=10_000, max_len=8, max_train_steps=3,
+                         algo_config=small_config("ppo"), **FAST)
+    alone = Trainer(dataclasses.replace(config, seeds=(5,)))
+    alone.run()
+    batched = Trainer(dataclasses.replace(config, seeds=(5, 6)))
+    batched.run()
+    for (name, a), b in zip(alone.algorithm.policy.state_dict().items(), batched.algorithm.policy.state_dict().values()):
+        assert torch.allclose(a[0], b[0], atol=1e-5), name
+    assert not torch.allclose(batched.algorithm.policy.w_logits[0], batched.algorithm.policy.w_logits[1])
+
+
+def test_bad_settings_raise_clear_errors():
+    with pytest.raises(ValueError, match="Did you mean 'ppo'"):
+        TrainConfig(algo="ppp")
+    with pytest.raises(ValueError, match="npe must be a positive int"):
+        TrainConfig(npe=0)
+    with pytest.raises(ValueError, match="seeds must be distinct"):
+        TrainConfig(seeds=(1, 1))
+    with pytest.raises(TypeError, match="PPOConfig"):
+        agents.make("ppo", GAConfig(), (0,), 10, torch.device("cpu"))
+    with pytest.raises(ValueError, match="num_minibatches=3 must divide batch_size=8"):
+        PPOConfig(batch_size=8, num_minibatches=3)
