@@ -30,7 +30,7 @@ from synthenv import language as lang
 from synthenv.ir import Program
 
 from . import traditional
-from .neural_model import BACKWARD, FORWARD, ModelConfig, PointerTagger
+from .neural_model import BACKWARD, FORWARD, ModelConfig, PointerTagger, bracket_width
 
 WEIGHTS_PATH = Path(__file__).with_name("neural_weights.pt")
 """The shipped weights (package data)."""
@@ -68,19 +68,21 @@ def load_metadata(path: str | Path | None = None) -> dict:
 
 
 @torch.no_grad()
-def predict(model: PointerTagger, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def predict(model: PointerTagger, tokens: torch.Tensor, width: int | None = None
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Run the model: ``(classes [N, L], partner [N, L], consistent [N])``.
+
+    ``width``: bracket slots (``PointerTagger.forward``); None = L, always enough.
 
     ``partner`` is -1 where the model points at no partner. ``consistent`` says the
     predictions form a valid matching that agrees with the token classes (each matched
     bracket's partner is an opposite bracket, in the right direction, pointing back); an
     inconsistent program is certainly miscompiled, a consistent one probably is not.
     """
-    out = model(tokens)
+    out = model(tokens, width)
     length = tokens.shape[1]
     classes = torch.where(out.alive, out.class_logits.argmax(-1), traditional.NONE)  # [N, L]
-    choice = out.pointer_logits.argmax(-1)  # [N, 2, L]; L = the sink
-    back, fwd = choice[:, BACKWARD], choice[:, FORWARD]
+    back, fwd = out.pointer[:, BACKWARD], out.pointer[:, FORWARD]  # [N, L]; L = the sink
     has_back, has_fwd = back < length, fwd < length
     partner = torch.where(has_back, back, torch.where(has_fwd, fwd, -1))  # [N, L]
     return classes, partner, _consistent(out.alive, tokens, classes, partner, has_back, has_fwd)
@@ -114,8 +116,11 @@ class NeuralCompiler:
 
     Args:
         weights: a weights file (default: the shipped ``neural_weights.pt``).
-        max_scores: bound on ``N * L * L`` per forward pass (memory); larger batches run in
-            chunks, each a fixed shape, with no host synchronisation.
+        max_scores: bound on ``N * B * B`` per forward pass (memory; B = bracket slots);
+            larger batches run in chunks of a fixed shape.
+        sync_width: on CUDA, read the batch's largest bracket count back to the host (one
+            sync per call) and attend over that many slots instead of L. On the CPU this
+            read is free and always done.
 
     >>> from synthenv.language import encode_batch
     >>> compiler = NeuralCompiler()
@@ -126,11 +131,12 @@ class NeuralCompiler:
 
     name = "neural"
 
-    def __init__(self, weights: str | Path | None = None, max_scores: int = 2**26):
+    def __init__(self, weights: str | Path | None = None, max_scores: int = 2**26, sync_width: bool = False):
         if not isinstance(max_scores, int) or max_scores < 1:
             raise ValueError(f"max_scores must be a positive int, got {max_scores!r}")
         self.weights = Path(weights) if weights is not None else WEIGHTS_PATH
         self.max_scores = max_scores
+        self.sync_width = sync_width
         self._cpu_model = load_model(self.weights)
         self._models: dict[torch.device, PointerTagger] = {torch.device("cpu"): self._cpu_model}
 
@@ -149,10 +155,12 @@ class NeuralCompiler:
             raise ValueError(f"tokens must have shape [N, L], got {tuple(tokens.shape)}")
         model = self.model(tokens.device)
         num, length = tokens.shape
-        chunk = max(1, self.max_scores // max(1, length * length))
+        exact_width = tokens.device.type == "cpu" or self.sync_width
+        width = bracket_width(tokens) if exact_width else length  # sync point on CUDA, only with sync_width
+        chunk = max(1, self.max_scores // max(1, width * width))
         if num <= chunk:
-            return predict(model, tokens)
-        parts = [predict(model, tokens[i : i + chunk]) for i in range(0, num, chunk)]
+            return predict(model, tokens, width)
+        parts = [predict(model, tokens[i : i + chunk], width) for i in range(0, num, chunk)]
         return tuple(torch.cat(p) for p in zip(*parts))
 
     def compile_checked(self, tokens: torch.Tensor) -> tuple[Program, torch.Tensor]:

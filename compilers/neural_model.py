@@ -7,9 +7,13 @@ Architecture (``PointerTagger``):
   parameter-free scan, the raw bracket depth ``depth = cumsum([ - ])`` (like a positional
   encoding, but along the bracket structure instead of the sequence).
 - One attention block with two heads, one looking backwards (keys ``j < i``) and one
-  forwards (keys ``j > i``), each with a learned *sink* key (attend to nothing). Their
+  forwards (keys ``j > i``), each with a learned *sink* key (attend to nothing). Attention
+  runs among the live bracket tokens only (a structural mask from the lexer, like the EOS
+  mask: other tokens neither attend nor are attended, and read the sinks' values), which
+  are gathered into B slots (``forward(width=B)``), so the cost is ``N * B^2``, not
+  ``N * L^2`` (B is about L / 4 for uniform programs). Their
   logits are ``q_i . k_j / sqrt(d)`` minus two learned relative penalties:
-  ``w * |depth_j - depth_i - c|`` (each head learns the depth difference ``c`` it looks for
+  ``|w| * |depth_j - depth_i - c|`` (each head learns the depth difference ``c`` it looks for
   and how sharply) and ``s * (1 - 1 / sqrt(1 + |j - i|))`` (a learned recency penalty, like ALiBi's
   but bounded, so that neither a partner far away nor a long program can make it outweigh
   the depth penalty or the sink). Both are elementwise, cheap, and defined for any depth
@@ -61,18 +65,32 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class Tagging:
-    """What the network predicts for a batch.
+    """What the network predicts for a batch (B = bracket slots, see ``PointerTagger``).
 
     Attributes:
         class_logits: ``[N, L, 8]`` token-class logits.
-        pointer_logits: ``[N, 2, L, L + 1]`` per head (backward, forward) and query, logits
-            over key positions; the last column is the sink ("no partner this way").
+        pointer: ``[N, 2, L]`` each head's choice per token: a token position, or ``L`` for
+            the sink (argmax over keys and sink; a key wins a tie). Always ``L`` at tokens
+            that are not live brackets.
+        pointer_logits: ``[N, 2, B, B]`` per head, logits of bracket slot queries over bracket
+            slot keys (``-inf`` outside the head's direction and at empty slots).
+        sink_logits: ``[N, 2, B]`` per head and bracket slot: the logit of "no partner this way".
+        slots: ``[N, B]`` the token position of each bracket slot.
+        filled: ``[N, B]`` bool, slots that hold a live bracket.
         alive: ``[N, L]`` bool, tokens before the first EOS.
     """
 
     class_logits: torch.Tensor
+    pointer: torch.Tensor
     pointer_logits: torch.Tensor
+    sink_logits: torch.Tensor
+    slots: torch.Tensor
+    filled: torch.Tensor
     alive: torch.Tensor
+
+    def full_pointer_logits(self) -> torch.Tensor:
+        """``[N, 2, B, B + 1]``: bracket slots then the sink (for the training loss)."""
+        return torch.cat([self.pointer_logits, self.sink_logits[..., None]], dim=-1)
 
 
 def scan_features(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -89,13 +107,26 @@ def scan_features(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tor
     return tok, alive, depth
 
 
+def bracket_width(tokens: torch.Tensor) -> int:
+    """The largest number of live brackets in a program of the batch (at least 1).
+
+    # sync point on CUDA (a host read); free on the CPU, where the neural compiler uses it
+    # to attend over exactly as many bracket slots as needed.
+    """
+    tok, alive, _ = scan_features(tokens)
+    count = (alive & ((tok == lang.OPEN) | (tok == lang.CLOSE))).sum(1)
+    return max(1, int(count.max())) if count.numel() else 1
+
+
 class PointerTagger(nn.Module):
     """Token tagger + bracket pointer (see the module docstring).
 
     >>> model = PointerTagger(ModelConfig())
     >>> out = model(torch.tensor([[5, 3, 6, 0]]))
-    >>> tuple(out.class_logits.shape), tuple(out.pointer_logits.shape)
-    ((1, 4, 8), (1, 2, 4, 5))
+    >>> tuple(out.class_logits.shape), tuple(out.pointer.shape)
+    ((1, 4, 8), (1, 2, 4))
+    >>> int(out.pointer[0, BACKWARD, 0])  # nothing lies before the first token: the sink (L = 4)
+    4
     """
 
     def __init__(self, config: ModelConfig = ModelConfig()):
@@ -109,43 +140,63 @@ class PointerTagger(nn.Module):
         self.sink_key = nn.Parameter(torch.zeros(2, hd))  # per head
         self.sink_value = nn.Parameter(torch.zeros(2, hd))
         self.depth_center = nn.Parameter(torch.zeros(2))  # per head: the depth difference it looks for
-        self.depth_weight = nn.Parameter(torch.full((2,), 0.5))  # per head: penalty per unit off centre
+        self.depth_weight = nn.Parameter(torch.full((2,), 0.5))  # per head: |penalty| per unit off centre
         self.distance_slope = nn.Parameter(torch.zeros(2))  # per head: recency penalty scale
         self.out = nn.Linear(2 * hd, d)
         self.mlp = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, config.hidden), nn.GELU(), nn.Linear(config.hidden, d))
         self.classify = nn.Linear(d, NUM_CLASSES)
 
-    def attention_logits(self, h: torch.Tensor, alive: torch.Tensor, depth: torch.Tensor) -> torch.Tensor:
-        """``[N, 2, L, L + 1]`` logits of both heads over the keys and the sink (last column)."""
-        num, length, _ = h.shape
+    def attend(self, h: torch.Tensor, depth: torch.Tensor, positions: torch.Tensor, filled: torch.Tensor):
+        """Both heads over B bracket slots: ``(logits [N, 2, B, B], sink [N, 2, B], context [N, B, 2 hd])``."""
+        num, width, _ = h.shape
         hd = self.config.head_dim
-        q = self.query(h).view(num, length, 2, hd).transpose(1, 2)  # [N, 2, L, hd]
-        k = self.key(h).view(num, length, 2, hd).transpose(1, 2)
-        k = torch.cat([k, self.sink_key[None, :, None, :].expand(num, 2, 1, hd)], dim=2)  # [N, 2, L + 1, hd]
-        logits = q @ k.transpose(-1, -2) / math.sqrt(hd)  # [N, 2, L, L + 1]
-        is_key = torch.ones(length + 1, device=h.device)
-        is_key[length] = 0.0  # the sink has no depth and no distance
-        depth = depth.to(h.dtype)
-        rel = nn.functional.pad(depth, (0, 1))[:, None, None, :] - depth[:, None, :, None]  # [N, 1, L, L + 1]
-        center = self.depth_center[None, :, None, None]
-        logits = logits - self.depth_weight[None, :, None, None] * (rel - center).abs() * is_key
-        pos = torch.arange(length + 1, device=h.device)
-        offset = pos[None, :] - pos[:length, None]  # [L, L + 1] key minus query
-        distance = (1.0 - torch.rsqrt(1.0 + offset.abs().to(h.dtype))) * is_key  # [L, L + 1], in [0, 1)
-        logits = logits - self.distance_slope[:, None, None] * distance
-        direction = torch.stack([offset < 0, offset > 0]) | (is_key == 0)  # [2, L, L + 1]
-        allowed = direction[None] & nn.functional.pad(alive, (0, 1), value=True)[:, None, None, :]
-        return logits.masked_fill(~allowed, float("-inf"))
+        heads = lambda x: x.view(num, width, 2, hd).transpose(1, 2)  # noqa: E731 -- [N, B, 2 hd] -> [N, 2, B, hd]
+        q, k, v = heads(self.query(h) / math.sqrt(hd)), heads(self.key(h)), heads(self.value(h))
+        rel = (depth[:, None, :] - depth[:, :, None])[:, None]  # [N, 1, B, B] key minus query
+        weight = self.depth_weight[None, :, None, None]
+        off_depth = torch.addcmul(-weight * self.depth_center[None, :, None, None], rel, weight).abs()  # [N, 2, B, B]
+        positions = positions.to(h.dtype)
+        distance = 1.0 - torch.rsqrt(1.0 + (positions[:, None, :] - positions[:, :, None]).abs())  # [N, B, B]
+        penalty = torch.addcmul(off_depth, distance[:, None], self.distance_slope[None, :, None, None])
+        logits = q @ k.transpose(-1, -2) - penalty  # [N, 2, B, B]
+        slot = torch.arange(width, device=h.device)
+        direction = torch.stack([slot[None, :] < slot[:, None], slot[None, :] > slot[:, None]])  # [2, B, B]
+        logits = logits.masked_fill(~(direction[None] & filled[:, None, None, :]), float("-inf"))
+        sink = (q @ self.sink_key[None, :, :, None]).squeeze(-1)  # [N, 2, B]
+        # Softmax over keys and sink, without materialising their concatenation.
+        top = torch.maximum(logits.amax(-1), sink).detach()[..., None]  # [N, 2, B, 1]; shift-invariant
+        weights = (logits - top).exp()  # [N, 2, B, B]
+        sink_weight = (sink[..., None] - top).exp()  # [N, 2, B, 1]
+        context = (weights @ v + sink_weight * self.sink_value[None, :, None, :]) / (weights.sum(-1, keepdim=True)
+                                                                                     + sink_weight)
+        return logits, sink, context.transpose(1, 2).reshape(num, width, 2 * hd)
 
-    def forward(self, tokens: torch.Tensor) -> Tagging:
+    def forward(self, tokens: torch.Tensor, width: int | None = None) -> Tagging:
+        """Tag ``tokens [N, L]``; ``width`` = bracket slots B (default L; any value >= the
+        largest number of live brackets in a program gives the same result)."""
         tok, alive, depth = scan_features(tokens)
-        h = self.embed(tok)  # [N, L, D]
-        num, length, _ = h.shape
-        hd = self.config.head_dim
-        logits = self.attention_logits(h, alive, depth)  # [N, 2, L, L + 1]
-        v = self.value(h).view(num, length, 2, hd).transpose(1, 2)  # [N, 2, L, hd]
-        v = torch.cat([v, self.sink_value[None, :, None, :].expand(num, 2, 1, hd)], dim=2)  # [N, 2, L + 1, hd]
-        context = (logits.softmax(-1) @ v).transpose(1, 2).reshape(num, length, 2 * hd)  # [N, L, 2 hd]
+        num, length = tok.shape
+        width = length if width is None else max(1, min(width, length))
+        bracket = alive & ((tok == lang.OPEN) | (tok == lang.CLOSE))  # [N, L]
+        slots = torch.argsort((~bracket).to(torch.int8), dim=1, stable=True)[:, :width]  # [N, B] brackets first
+        filled = bracket.gather(1, slots)  # [N, B]
+        hb = self.embed(tok.gather(1, slots))  # [N, B, D]
+        logits, sink, context = self.attend(hb, depth.gather(1, slots).to(hb.dtype), slots, filled)
+        # Tokens that are not live brackets attend to nothing: their context is the sinks'
+        # values, so their class logits depend on the token id alone (a V-row table).
+        idle = self.tag_tokens(self.embed.weight, self.sink_value.reshape(1, -1))  # [V, 8]
+        busy = self.tag_tokens(hb, context)  # [N, B, 8]
+        idle_at_slots = idle[tok.gather(1, slots)]  # [N, B, 8]
+        busy = torch.where(filled[..., None], busy, idle_at_slots)
+        class_logits = idle[tok].scatter(1, slots[..., None].expand_as(busy), busy)  # [N, L, 8]
+        best, choice = logits.max(-1)  # [N, 2, B]
+        chosen = torch.where(sink > best, length, slots[:, None, :].expand_as(choice).gather(2, choice))
+        chosen = torch.where(filled[:, None, :], chosen, length)
+        pointer = torch.full((num, 2, length), length, dtype=torch.int64, device=tokens.device).scatter(
+            2, slots[:, None, :].expand_as(chosen), chosen)  # [N, 2, L]
+        return Tagging(class_logits, pointer, logits, sink, slots, filled, alive)
+
+    def tag_tokens(self, h: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """Class logits ``[..., 8]`` from embeddings ``[..., D]`` and attention context ``[..., 2 hd]``."""
         h = h + self.out(context)
-        h = h + self.mlp(h)
-        return Tagging(self.classify(h), logits, alive)
+        return self.classify(h + self.mlp(h))

@@ -24,7 +24,7 @@ from synthenv import language as lang
 from synthenv import workloads
 
 from . import traditional
-from .neural_model import BACKWARD, FORWARD, ModelConfig, PointerTagger
+from .neural_model import ModelConfig, PointerTagger, bracket_width
 
 
 @dataclass(frozen=True)
@@ -74,12 +74,18 @@ def dense_brackets(num: int, length: int, generator: torch.Generator) -> torch.T
     return torch.where(bracket, lang.OPEN + which, plain)
 
 
+def _near(num: int, length: int, generator: torch.Generator) -> torch.Tensor:
+    """Mutated solutions, cut to ``length`` tokens when a solution is longer."""
+    longest = max(len(lang.text_to_tokens(s)) for s in workloads.solutions())
+    return workloads.near(num, max(length, longest), generator, max_edits=6)[:, :length]
+
+
 def training_programs(num: int, length: int, generator: torch.Generator, truncate_prob: float = 0.5) -> torch.Tensor:
     """A training batch ``[num, length]``: uniform, near-solution and dense-bracket programs."""
     thirds = [num // 3, num // 3, num - 2 * (num // 3)]
     parts = [
         workloads.uniform(thirds[0], length, generator),
-        workloads.near(thirds[1], length, generator, max_edits=6),
+        _near(thirds[1], length, generator),
         dense_brackets(thirds[2], length, generator),
     ]
     tokens = torch.cat(parts)[torch.randperm(num, generator=generator)]
@@ -106,15 +112,22 @@ def pointer_targets(partner: torch.Tensor) -> torch.Tensor:
 def loss_and_accuracy(model: PointerTagger, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy over live tokens (classes + both pointers), and ``[N]`` exactness."""
     classes, partner = labels(tokens)
-    out = model(tokens)
-    alive = out.alive.float()  # [N, L]
+    out = model(tokens, bracket_width(tokens))
+    length = tokens.shape[1]
     ce = torch.nn.functional.cross_entropy
-    class_loss = ce(out.class_logits.transpose(1, 2), classes, reduction="none")  # [N, L]
-    targets = pointer_targets(partner)  # [N, 2, L]
-    pointer_loss = ce(out.pointer_logits.permute(0, 3, 1, 2), targets, reduction="none").sum(1)  # [N, L]
-    loss = ((class_loss + pointer_loss) * alive).sum() / alive.sum().clamp(min=1)
+    class_loss = (ce(out.class_logits.transpose(1, 2), classes, reduction="none") * out.alive).sum()
+    targets = pointer_targets(partner)  # [N, 2, L] token positions, L = sink
+    slot_targets = targets.gather(2, out.slots[:, None, :].expand(-1, 2, -1))  # [N, 2, B]
+    bracket = torch.zeros_like(out.alive).scatter(1, out.slots, out.filled)  # [N, L] live brackets
+    rank = bracket.long().cumsum(1) - 1  # [N, L] slot of each bracket
+    width = out.slots.shape[1]
+    slot_targets = torch.where(slot_targets < length, rank.gather(1, slot_targets.clamp(max=length - 1).flatten(1))
+                               .view_as(slot_targets), width)
+    pointer_loss = ce(out.full_pointer_logits().permute(0, 3, 1, 2), slot_targets, reduction="none")  # [N, 2, B]
+    pointer_loss = (pointer_loss * out.filled[:, None, :]).sum()
+    loss = (class_loss + pointer_loss) / out.alive.sum().clamp(min=1)
     with torch.no_grad():
-        right = (out.class_logits.argmax(-1) == classes) & (out.pointer_logits.argmax(-1) == targets).all(1)
+        right = (out.class_logits.argmax(-1) == classes) & (out.pointer == targets).all(1)
         exact = (right | ~out.alive).all(1)
     return loss, exact
 

@@ -251,7 +251,7 @@ def format_model_table(records: Iterable, extra_sizes: Sequence[int] = ()) -> st
     """Predicted beside measured programs/s for every configuration measured at 2+ batch sizes.
 
     Columns: the in-sample fit, the leave-one-out prediction (a model fitted without that
-    point; needs 3+ sizes) and the fitted components; then predictions at ``extra_sizes``.
+    point; needs 2 other sizes) and the fitted components; then predictions at ``extra_sizes``.
     """
     lines = [f"{'backend:engine':<22} {'task':<10} {'workload':<10} {'N':>7} {'measured/s':>12} {'fit/s':>12} "
              f"{'held-out/s':>12}  model (fixed ms; compile, execute us/program; saturation N)"]

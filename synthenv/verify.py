@@ -136,7 +136,7 @@ class AuditConfig:
     window_steps: int = 100
     """Steps the bound covers (a sliding window, since the agent's programs drift); 0 = the whole run."""
     horizon_steps: int = 10
-    """When the window lacks samples, gather the missing ones over this many steps."""
+    """When the window lacks samples, audit at the rate that gathers all that are needed in this many steps."""
     min_rate: float = 0.01
     """Audit at least this fraction of each batch, always (so that drift is noticed)."""
     max_rate: float = 1.0
@@ -215,9 +215,8 @@ class ErrorRateMonitor:
         needed = self._needed[self._failures]
         if needed is None:  # the window's failure rate is too high for epsilon: check all we may
             return cfg.max_rate
-        deficit = needed - self._trials
-        if deficit > 0:
-            wanted = deficit / (batch_size * cfg.horizon_steps)
+        if needed > self._trials:  # a rate that gathers all that is needed within the horizon
+            wanted = needed / (batch_size * cfg.horizon_steps)
         elif cfg.window_steps:  # enough now; keep the window's count up as old steps leave it
             wanted = needed / (batch_size * cfg.window_steps)
         else:
