@@ -101,6 +101,12 @@ class HybridCompiler:
         self.targeted = 0  # of which audited for their reward or a flag
         self.corrected = 0  # programs whose neural IR was wrong and was replaced
 
+    @property
+    def warmup_calls(self) -> int:
+        """Calls after which the audit rate has settled (``synthenv bench`` warms up this long):
+        the first ``horizon_steps`` calls audit at a high rate to build up the bound."""
+        return self.config.audit.horizon_steps + 2
+
     def compile(self, tokens: torch.Tensor) -> ir.Program:
         """The neural IR of ``tokens [N, L]``, unaudited (use ``evaluate`` for the audit)."""
         return self.neural.compile(tokens)

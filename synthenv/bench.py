@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from synthenv import engines, workloads
+from synthenv.costmodel import EnergyMeter
 from synthenv.engines import native
 from synthenv.execution import Execution
 from synthenv.pipeline import Evaluator
@@ -68,7 +69,8 @@ COMPILERS: dict[str, Callable[[], object]] = {"traditional-c": native.NativeComp
 """Benchmark-only compiler backends (not in the compiler registry), run with any engine."""
 
 DEFAULT_CONFIGS = ("cpu:reference", "naive:1-core", "naive:all-cores", "traditional:torch", "traditional:native",
-                   "traditional-c:native", "traditional:cuda")
+                   "traditional-c:native", "traditional:cuda", "neural:native", "hybrid:native", "neural:cuda",
+                   "hybrid:cuda")
 BASELINE = ("cpu", "reference")
 
 
@@ -84,6 +86,8 @@ class Record:
         compile_share: fraction of the time spent compiling (0 for pipelines that interpret).
         seconds: timed seconds in all; repeats: timed calls.
         hardware: what it ran on (``hardware()``).
+        joules_per_program: energy per program where the hardware reports it (an NVML or RAPL
+            counter, ``synthenv.costmodel.EnergyMeter``), else None: not measured.
     """
 
     backend: str
@@ -97,6 +101,7 @@ class Record:
     seconds: float
     repeats: int
     hardware: dict = field(default_factory=dict)
+    joules_per_program: float | None = None
 
     @property
     def label(self) -> str:
@@ -176,15 +181,17 @@ def measure(backend: str, engine: str, tokens: torch.Tensor, task: Task, repeats
         raise ValueError(f"repeats must be a positive int, got {repeats!r}")
     device = tokens.device
     evaluator = evaluator or make_evaluator(backend, engine, device)
-    execution, _ = evaluator(tokens, task)  # warm-up: builds kernels, fills caches
+    for _ in range(getattr(evaluator.backend, "warmup_calls", 1)):  # the hybrid: until its audit rate settles
+        execution, _ = evaluator(tokens, task)  # warm-up: builds kernels, fills caches
     _synchronize(device)
     steps = 0
-    start = time.perf_counter()
-    for _ in range(repeats):
-        execution, _ = evaluator(tokens, task)
-        steps += execution.steps.sum(dtype=torch.int64)
-    _synchronize(device)
-    seconds = time.perf_counter() - start
+    with EnergyMeter(device) as meter:
+        start = time.perf_counter()
+        for _ in range(repeats):
+            execution, _ = evaluator(tokens, task)
+            steps += execution.steps.sum(dtype=torch.int64)
+        _synchronize(device)
+        seconds = time.perf_counter() - start
     compile_seconds = 0.0
     if evaluator.engine is not None:
         start = time.perf_counter()
@@ -193,8 +200,9 @@ def measure(backend: str, engine: str, tokens: torch.Tensor, task: Task, repeats
         _synchronize(device)
         compile_seconds = time.perf_counter() - start
     num = tokens.shape[0] * repeats
+    joules = meter.joules / num if meter.joules is not None else None
     return Record(backend, engine, int(tokens.shape[0]), workload, task.name, num / seconds,
-                  int(steps) / seconds, min(1.0, compile_seconds / seconds), seconds, repeats, hardware())
+                  int(steps) / seconds, min(1.0, compile_seconds / seconds), seconds, repeats, hardware(), joules)
 
 
 def parse_config(text: str) -> tuple[str, str]:

@@ -47,6 +47,11 @@ class BenchCommand:
     """Write TensorBoard scalars (``bench/...``) here."""
     progress: bool = True
     """Show a progress bar."""
+    model: bool = False
+    """Fit the latency model (``synthenv.costmodel``) per configuration and print predicted beside measured
+    programs/s (needs 2+ ``num_envs``), with predictions at ``model_sizes``, and the energy measured if any."""
+    model_sizes: tuple[int, ...] = (256, 65536)
+    """Batch sizes to extrapolate the latency model to (with ``--model``)."""
 
     def __post_init__(self) -> None:
         from synthenv import tasks, workloads
@@ -83,6 +88,17 @@ class BenchCommand:
         print(f"hardware: {hw['cpu']} ({hw['cores']} cores), torch {hw['torch']} ({hw['torch_threads']} threads), "
               f"CUDA {hw['cuda']}, GPU {hw['gpu']}, CuPy {hw['cupy']}, {hw['c_compiler']}")
         print(bench.format_table(records))
+        if self.model:
+            from synthenv.costmodel import EnergyMeter, format_model_table
+
+            print("\nlatency model: T(N) = fixed + (compile + execute) * max(N, saturation); "
+                  "held-out = predicted by a fit without that point")
+            print(format_model_table(records, self.model_sizes))
+            energy = [r for r in records if r.joules_per_program is not None]
+            for r in energy:
+                print(f"energy {r.label} N={r.num_envs} {r.task}/{r.workload}: {r.joules_per_program:.3g} J/program")
+            if not energy:
+                print(f"energy: {EnergyMeter(device).source}")
         for note in notes:
             print(note)
         if self.json:
