@@ -135,6 +135,8 @@ class HybridCompiler:
         program, consistent = self.neural.compile_checked(tokens)
         execution = engine.run(program, task, num_outputs=num_outputs, early_abort=early_abort)
         scores = score_outputs(execution, task)
+        if tokens.shape[0] == 0:
+            return execution, scores
         sampled, audited = self._audit_mask(scores, consistent)
         rows = audited.nonzero().squeeze(1)  # sync point: the audited subset's size, once per step
         self.steps += 1

@@ -183,6 +183,12 @@ def test_stats_and_tensorboard(neural, engine):
     assert all(isinstance(v, float) and step == 7 for _, v, step in writer.rows)
 
 
+def test_empty_batch(neural, engine):
+    hybrid = HybridCompiler(neural=neural)
+    execution, scores = hybrid.evaluate(torch.zeros((0, 10), dtype=torch.int64), task_registry.get("add"), engine)
+    assert scores.rewards.shape == (0,) and hybrid.steps == 0 and hybrid.monitor.total_trials == 0
+
+
 def test_score_api_with_hybrid():
     result = api.score([",[>,]+[,<.]", ",[>,]<[.<]"], "reverse", backend="hybrid", engine="torch")
     assert result.solved.tolist() == [True, False]
