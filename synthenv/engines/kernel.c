@@ -4,9 +4,11 @@
  * behind SYN_CUDA.
  *
  * Entry points (C build):  synthenv_run (IR engine, OpenMP over programs, each thread runs
- *   one program's K cases in order), synthenv_naive (the benchmark's reference: a plain
+ *   one program's K cases in order), synthenv_compile (compilers/traditional.py's passes,
+ *   sequential per program, the same IR), synthenv_naive (the benchmark's reference: a plain
  *   interpreter of raw BF tokens, no compiler), synthenv_loop_iterations (for tests).
  * Entry point (CUDA build): synthenv_run_cuda (one thread per (program, case)).
+ * Dispatch: computed goto (threaded code) under GCC/Clang, a switch elsewhere and on CUDA.
  * Built with -DSYNTHENV_DRIVER it is also a standalone executable (main() at the end) that
  * the sanitizer tests run under -fsanitize=address,undefined.
  */
