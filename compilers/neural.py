@@ -30,7 +30,7 @@ from synthenv import language as lang
 from synthenv.ir import Program
 
 from . import traditional
-from .neural_model import BACKWARD, FORWARD, ModelConfig, PointerTagger, bracket_width
+from .neural_model import BACKWARD, FORWARD, ModelConfig, PointerTagger, bracket_counts, bracket_width
 
 WEIGHTS_PATH = Path(__file__).with_name("neural_weights.pt")
 """The shipped weights (package data)."""
@@ -121,6 +121,7 @@ class NeuralCompiler:
         sync_width: on CUDA, read the batch's largest bracket count back to the host (one
             sync per call) and attend over that many slots instead of L. On the CPU this
             read is free and always done.
+        bucket: on the CPU, programs per group of similar bracket counts (see ``tag``).
 
     >>> from synthenv.language import encode_batch
     >>> compiler = NeuralCompiler()
@@ -131,12 +132,15 @@ class NeuralCompiler:
 
     name = "neural"
 
-    def __init__(self, weights: str | Path | None = None, max_scores: int = 2**26, sync_width: bool = False):
-        if not isinstance(max_scores, int) or max_scores < 1:
-            raise ValueError(f"max_scores must be a positive int, got {max_scores!r}")
+    def __init__(self, weights: str | Path | None = None, max_scores: int = 2**26, sync_width: bool = False,
+                 bucket: int = 256):
+        for name, value in (("max_scores", max_scores), ("bucket", bucket)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
         self.weights = Path(weights) if weights is not None else WEIGHTS_PATH
         self.max_scores = max_scores
         self.sync_width = sync_width
+        self.bucket = bucket
         self._cpu_model = load_model(self.weights)
         self._models: dict[torch.device, PointerTagger] = {torch.device("cpu"): self._cpu_model}
 
@@ -150,18 +154,40 @@ class NeuralCompiler:
         return self._models[device]
 
     def tag(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(classes, partner, consistent)`` for ``tokens [N, L]``, chunked to bound memory."""
+        """``(classes, partner, consistent)`` for ``tokens [N, L]``, chunked to bound memory.
+
+        On the CPU, programs are grouped by bracket count (``bucket`` programs per group) and
+        each group attends over just as many slots as its longest member needs.
+        """
         if tokens.dim() != 2:
             raise ValueError(f"tokens must have shape [N, L], got {tuple(tokens.shape)}")
         model = self.model(tokens.device)
         num, length = tokens.shape
+        if tokens.device.type == "cpu" and num > self.bucket:
+            return self._tag_bucketed(model, tokens)
         exact_width = tokens.device.type == "cpu" or self.sync_width
         width = bracket_width(tokens) if exact_width else length  # sync point on CUDA, only with sync_width
+        return self._tag_chunked(model, tokens, width)
+
+    def _tag_chunked(self, model, tokens, width):
+        num = tokens.shape[0]
         chunk = max(1, self.max_scores // max(1, width * width))
         if num <= chunk:
             return predict(model, tokens, width)
         parts = [predict(model, tokens[i : i + chunk], width) for i in range(0, num, chunk)]
         return tuple(torch.cat(p) for p in zip(*parts))
+
+    def _tag_bucketed(self, model, tokens):
+        counts = bracket_counts(tokens)  # [N]
+        order = torch.argsort(counts, stable=True)
+        outputs = [torch.empty_like(tokens, dtype=torch.int64), torch.empty_like(tokens, dtype=torch.int64),
+                   torch.empty(tokens.shape[0], dtype=torch.bool)]
+        for first in range(0, tokens.shape[0], self.bucket):
+            rows = order[first : first + self.bucket]
+            width = max(1, int(counts[rows[-1]]))  # the group's largest count (sorted)
+            for out, part in zip(outputs, self._tag_chunked(model, tokens[rows], width)):
+                out[rows] = part
+        return tuple(outputs)
 
     def compile_checked(self, tokens: torch.Tensor) -> tuple[Program, torch.Tensor]:
         """Compile ``tokens [N, L]``; also return ``consistent [N]`` (see ``predict``)."""

@@ -107,14 +107,19 @@ def scan_features(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tor
     return tok, alive, depth
 
 
+def bracket_counts(tokens: torch.Tensor) -> torch.Tensor:
+    """``[N]`` live brackets per program."""
+    tok, alive, _ = scan_features(tokens)
+    return (alive & ((tok == lang.OPEN) | (tok == lang.CLOSE))).sum(1)
+
+
 def bracket_width(tokens: torch.Tensor) -> int:
     """The largest number of live brackets in a program of the batch (at least 1).
 
     # sync point on CUDA (a host read); free on the CPU, where the neural compiler uses it
     # to attend over exactly as many bracket slots as needed.
     """
-    tok, alive, _ = scan_features(tokens)
-    count = (alive & ((tok == lang.OPEN) | (tok == lang.CLOSE))).sum(1)
+    count = bracket_counts(tokens)
     return max(1, int(count.max())) if count.numel() else 1
 
 

@@ -116,6 +116,14 @@ def test_width_does_not_change_predictions():
         assert torch.equal(a, b)
 
 
+def test_bucketing_does_not_change_predictions():
+    tokens = torch.cat([workloads.make("near", 100, 100, seed=1), workloads.make("loop_heavy", 100, 100, seed=2)])
+    grouped = neural.NeuralCompiler(bucket=7).tag(tokens)  # 29 groups of similar bracket counts
+    whole = neural.NeuralCompiler(bucket=10**6).tag(tokens)  # one group, the batch's largest width
+    for a, b in zip(grouped, whole):
+        assert torch.equal(a, b)
+
+
 def test_consistency_flag():
     model = neural.load_model()
     tokens = workloads.make("uniform", 500, 100, seed=11)
