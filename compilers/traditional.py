@@ -16,6 +16,7 @@ output in tests/test_compiler.py):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -207,6 +208,20 @@ def emit(
                    alive.sum(1).to(torch.int32))
 
 
+IMPLEMENTATIONS = ("auto", "torch", "native")
+
+
+@functools.lru_cache(maxsize=1)
+def _native_available() -> bool:
+    from synthenv.engines import native
+
+    try:
+        native.library()
+    except native.NativeBuildError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class TraditionalCompiler:
     """Data-parallel BF -> IR compiler (registered as ``"traditional"``).
@@ -215,6 +230,12 @@ class TraditionalCompiler:
         fold: fold runs of ``+-``, ``<>``, ``.``, ``,`` and unmatched brackets into one op.
         counted_loops: turn innermost ``+-<>`` loops with net move 0 into ``LOOP`` ops
             (closed-form iteration count, proven hangs).
+        impl: ``"torch"``: the data-parallel passes of this module, on any device.
+            ``"native"``: the same passes in C, one program per thread (CPU tensors, all passes
+            on; ``synthenv.engines.native.compile_tokens``), emitting the identical IR (tested
+            bit for bit): on a CPU, a few dozen memory-bound passes over ``[N, L]`` tensors cost
+            more than running the programs. ``"auto"``: native for CPU tensors when a C
+            compiler works and all passes are on, else torch.
 
     >>> from synthenv.language import encode_batch
     >>> program = TraditionalCompiler().compile(encode_batch(["+++[->++<]"]))
@@ -224,12 +245,24 @@ class TraditionalCompiler:
 
     fold: bool = True
     counted_loops: bool = True
+    impl: str = "auto"
     name: str = "traditional"
+
+    def __post_init__(self) -> None:
+        if self.impl not in IMPLEMENTATIONS:
+            raise ValueError(f"impl must be one of {IMPLEMENTATIONS}, got {self.impl!r}")
+        if self.impl == "native" and not (self.fold and self.counted_loops):
+            raise ValueError("impl='native' runs every pass; use impl='torch' to turn fold or counted_loops off")
 
     def compile(self, tokens: torch.Tensor) -> Program:
         """Compile ``tokens [N, L]`` (ids in [0, 9), EOS-terminated) to IR on their device."""
         if tokens.dim() != 2:
             raise ValueError(f"tokens must have shape [N, L], got {tuple(tokens.shape)}")
+        if self.impl == "native" or (self.impl == "auto" and self.fold and self.counted_loops
+                                     and tokens.device.type == "cpu" and _native_available()):
+            from synthenv.engines import native
+
+            return native.compile_tokens(tokens)
         lexed = lex(tokens)
         classes, partner = match_brackets(lexed.classes)
         loops = find_counted_loops(classes, partner, lexed) if self.counted_loops else None

@@ -9,8 +9,8 @@ of raw BF (``synthenv.engines.native.run_naive``) on one core and on all cores.
 
 Adding a backend (say ``neural``) needs nothing here: register it as a compiler and name it
 in the configurations (``neural:native``). Other references go into ``REFERENCES``; the
-``traditional-c`` backend (the traditional compiler's passes in C, the same IR) is measured
-from ``COMPILERS``.
+``traditional-torch`` backend (the traditional compiler forced onto its data-parallel torch
+passes, which a CPU otherwise skips for the same passes in C) is measured from ``COMPILERS``.
 
 >>> import torch
 >>> from synthenv import tasks, workloads
@@ -33,6 +33,7 @@ import torch
 
 from synthenv import engines, workloads
 from synthenv.costmodel import EnergyMeter
+from synthenv.compilers.traditional import TraditionalCompiler
 from synthenv.engines import native
 from synthenv.execution import Execution
 from synthenv.pipeline import Evaluator
@@ -65,11 +66,11 @@ REFERENCES: dict[tuple[str, str], Callable[[], object]] = {
 }
 """Benchmark-only backends (not in the compiler registry): (backend, engine) -> pipeline factory."""
 
-COMPILERS: dict[str, Callable[[], object]] = {"traditional-c": native.NativeCompiler}
+COMPILERS: dict[str, Callable[[], object]] = {"traditional-torch": lambda: TraditionalCompiler(impl="torch")}
 """Benchmark-only compiler backends (not in the compiler registry), run with any engine."""
 
 DEFAULT_CONFIGS = ("cpu:reference", "naive:1-core", "naive:all-cores", "traditional:torch", "traditional:native",
-                   "traditional-c:native", "traditional:cuda", "neural:native", "hybrid:native", "neural:cuda",
+                   "traditional-torch:native", "traditional:cuda", "neural:native", "hybrid:native", "neural:cuda",
                    "hybrid:cuda")
 BASELINE = ("cpu", "reference")
 
@@ -217,8 +218,6 @@ def runnable(backend: str, engine: str, device: torch.device) -> str | None:
     """None if the configuration can run on ``device``, else why not (for a skip note)."""
     if (backend, engine) in REFERENCES or backend == "cpu":
         return None
-    if backend in COMPILERS:
-        device = torch.device("cpu")  # host-only backends run on the CPU whatever the device
     try:
         engines.select(engine, device)
     except (ValueError, ImportError, RuntimeError) as error:
@@ -282,7 +281,7 @@ def run_suite(configs: Sequence[tuple[str, str]], task_list: Sequence[Task], wor
     records = []
     evaluators: dict[tuple[str, str], Evaluator] = {}
     for backend, engine, task, workload, n in tqdm(plan, desc="bench", disable=not progress, unit="config"):
-        on = torch.device("cpu") if (backend, engine) in REFERENCES or backend in ("cpu", *COMPILERS) else device
+        on = torch.device("cpu") if (backend, engine) in REFERENCES or backend == "cpu" else device
         if (backend, engine) not in evaluators:
             evaluators[(backend, engine)] = make_evaluator(backend, engine, on)
         tokens = make_tokens(workload, n, task, seed, length, on)

@@ -19,13 +19,13 @@ FIELDS = {"backend", "engine", "num_envs", "workload", "task", "programs_per_s",
 def test_cli_writes_json_plot_and_tensorboard(tmp_path, capsys):
     out_json, out_png, logdir = tmp_path / "b.json", tmp_path / "b.png", tmp_path / "tb"
     code = main(["bench", "--configs", "cpu:reference", "naive:1-core", "naive:all-cores", "traditional:native",
-                 "traditional-c:native", "traditional:torch", "traditional:cuda", "--num-envs", "16", "--repeats", "1", "--cpu-programs", "4",
+                 "traditional-torch:native", "traditional:torch", "traditional:cuda", "--num-envs", "16", "--repeats", "1", "--cpu-programs", "4",
                  "--torch-programs", "8", "--workloads", "uniform", "near", "--device", "cpu", "--json", str(out_json),
                  "--plot", str(out_png), "--logdir", str(logdir), "--no-progress"])
     assert code == 0
     records = json.loads(out_json.read_text())
     seen = {(r["backend"], r["engine"], r["workload"]) for r in records}
-    for config in ("cpu:reference", "naive:1-core", "naive:all-cores", "traditional:native", "traditional-c:native",
+    for config in ("cpu:reference", "naive:1-core", "naive:all-cores", "traditional:native", "traditional-torch:native",
                    "traditional:torch"):
         backend, engine = config.split(":")
         assert {(backend, engine, "uniform"), (backend, engine, "near")} <= seen
@@ -87,4 +87,4 @@ def test_bad_configurations_are_clear_errors():
         bench.make_evaluator("naive", "all-core")
     assert bench.runnable("traditional", "cuda", torch.device("cpu")) is not None
     assert bench.runnable("traditional", "native", torch.device("cpu")) is None
-    assert bench.runnable("traditional-c", "native", torch.device("cuda")) is None  # host-only: runs on the CPU
+    assert bench.runnable("traditional-torch", "native", torch.device("cpu")) is None

@@ -17,8 +17,10 @@ from synthenv.compilers.traditional import TraditionalCompiler, lex, match_brack
 from synthenv.ir import Op, decompile, equal
 from synthenv.language import Status, decode_batch, encode_batch
 
-CONFIGS = [TraditionalCompiler(fold=f, counted_loops=c) for f, c in itertools.product([False, True], repeat=2)]
-CONFIG_IDS = [f"fold={c.fold},counted={c.counted_loops}" for c in CONFIGS]
+CONFIGS = [TraditionalCompiler(fold=f, counted_loops=c, impl="torch") for f, c in itertools.product([False, True], repeat=2)]
+CONFIGS.append(TraditionalCompiler(impl="native"))  # the same passes in C (tests/test_native_engine.py: same IR)
+CONFIG_IDS = [f"{c.impl},fold={c.fold},counted={c.counted_loops}" for c in CONFIGS]
+TORCH = TraditionalCompiler(impl="torch")
 
 
 def _random_batch(seed: int, num: int = 300) -> list[str]:
@@ -46,7 +48,7 @@ def test_bracket_matching_on_random_batches():
 def test_tokens_after_eos_are_ignored_and_dtypes_accepted():
     tokens = torch.tensor([[3, 7, 0, 3, 3], [0, 5, 6, 7, 7]])
     for dtype in (torch.int8, torch.uint8, torch.int32, torch.int64):
-        program = TraditionalCompiler().compile(tokens.to(dtype))
+        program = TORCH.compile(tokens.to(dtype))
         assert program.lengths.tolist() == [2, 0] and program.num_ops.tolist() == [2, 0]
         assert program.code.dtype == torch.int32 and program.code.shape == (2, 6, 5)
         assert (program.ops[1] == Op.HALT).all()
@@ -111,7 +113,7 @@ def test_pass_is_idempotent(compiler, programs):
 def test_pass_never_makes_programs_larger(compiler):
     programs = _random_batch(seed=3)
     tokens = encode_batch(programs, 100)
-    plain = TraditionalCompiler(fold=False, counted_loops=False).compile(tokens)
+    plain = TraditionalCompiler(fold=False, counted_loops=False, impl="torch").compile(tokens)
     program = compiler.compile(tokens)
     assert (program.num_ops <= plain.num_ops).all()
     assert (plain.num_ops == plain.lengths).all()  # unfolded: one op per token
@@ -144,10 +146,20 @@ def forbid_host_sync():
 def test_compile_makes_no_host_sync():
     tokens = workloads.make("uniform", 64, seed=4)
     with forbid_host_sync():
-        program = TraditionalCompiler().compile(tokens)
+        program = TORCH.compile(tokens)
     assert program.num_programs == 64
 
 
-def test_compile_rejects_wrong_rank():
-    with pytest.raises(ValueError, match=r"\[N, L\]"):
-        TraditionalCompiler().compile(torch.zeros(5, dtype=torch.long))
+def test_compile_rejects_wrong_rank_and_bad_options():
+    for compiler in (TORCH, TraditionalCompiler(impl="native")):
+        with pytest.raises(ValueError, match=r"\[N, L\]"):
+            compiler.compile(torch.zeros(5, dtype=torch.long))
+    with pytest.raises(ValueError, match="impl must be one of"):
+        TraditionalCompiler(impl="gpu")
+    with pytest.raises(ValueError, match="runs every pass"):
+        TraditionalCompiler(fold=False, impl="native")
+
+
+def test_auto_picks_the_c_passes_on_cpu_and_they_agree():
+    tokens = workloads.make("uniform", 200, seed=5)
+    assert equal(TraditionalCompiler().compile(tokens), TORCH.compile(tokens)).all()

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from strategies import idiom_programs, loop_heavy_programs, uniform_programs
 from synthenv import compilers, engines, reference, tasks, workloads
+from synthenv.compilers.traditional import TraditionalCompiler
 from synthenv.language import Status, decode_batch, encode_batch
 from synthenv.pipeline import Evaluator
 
@@ -63,7 +64,13 @@ def sample(workload: str, num: int, seed: int) -> tuple[str, ...]:
 
 
 def evaluate(backend: str, engine: str, programs, task, early_abort: bool = True):
-    evaluator = Evaluator.create(backend, engine, "cpu", early_abort=early_abort)
+    if (backend, engine) == ("traditional", "torch"):
+        # All torch: the data-parallel compiler passes feed the lockstep engine. (On CPU the
+        # default traditional backend compiles in C; tests/test_native_engine.py checks the
+        # two emit the same IR bit for bit.)
+        evaluator = Evaluator(TraditionalCompiler(impl="torch"), engines.get("torch"), early_abort)
+    else:
+        evaluator = Evaluator.create(backend, engine, "cpu", early_abort=early_abort)
     return evaluator(encode_batch(list(programs), 100), task)
 
 

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import idiom_programs, loop_heavy_programs, uniform_programs
 
+from synthenv.compilers.traditional import TraditionalCompiler
 from synthenv import compilers, engines, ir, reference, tasks, workloads
 from synthenv.engines import common, native
 from synthenv.engines.native import NativeBuildError, NativeEngine
@@ -23,7 +24,7 @@ from synthenv.language import Status, decode_batch, encode_batch
 from synthenv.scoring import score_outputs
 from synthenv.tasks import Task
 
-COMPILER = compilers.get("traditional")
+COMPILER = TraditionalCompiler(impl="torch")  # the data-parallel passes: the reference for the C ones
 TASKS = {
     "reverse-300": dataclasses.replace(tasks.get("reverse"), name="reverse-300", max_steps=300),
     "count-char-400": dataclasses.replace(tasks.get("count-char"), name="count-char-400", max_steps=400),

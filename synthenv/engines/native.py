@@ -166,8 +166,8 @@ def compile_tokens(tokens: torch.Tensor, num_threads: int = 0) -> Program:
     is the same algorithm run sequentially per program (tests check ``ir.equal``).
 
     >>> from synthenv.language import encode_batch
-    >>> int(compile_tokens(encode_batch(["+++[->++<]"])).num_ops[0])
-    6
+    >>> int(compile_tokens(encode_batch(["+++[->++<]"])).num_ops[0])  # ADD 3, LOOP, ADD, MOVE, ADD, MOVE, JNZ
+    7
     """
     _check_cpu(tokens.device, "the tokens")
     if tokens.dim() != 2:
@@ -182,21 +182,6 @@ def compile_tokens(tokens: torch.Tensor, num_threads: int = 0) -> Program:
     if rc != 0:
         raise MemoryError(f"the native compiler could not allocate its scratch space ({length} tokens)")
     return program
-
-
-@dataclass(frozen=True)
-class NativeCompiler:
-    """``compile_tokens`` as a compiler backend (same IR as ``traditional``), for CPU tensors.
-
-    Not in the compiler registry: ``synthenv bench`` measures it as ``traditional-c``.
-    """
-
-    num_threads: int = 0
-    name: str = "traditional-c"
-
-    def compile(self, tokens: torch.Tensor) -> Program:
-        """Compile ``tokens [N, L]`` (CPU) to IR."""
-        return compile_tokens(tokens, self.num_threads)
 
 
 def _check_outputs(num_outputs: int | None, task: Task) -> int:
