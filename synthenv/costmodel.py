@@ -253,7 +253,7 @@ def format_model_table(records: Iterable, extra_sizes: Sequence[int] = ()) -> st
     Columns: the in-sample fit, the leave-one-out prediction (a model fitted without that
     point; needs 2 other sizes) and the fitted components; then predictions at ``extra_sizes``.
     """
-    lines = [f"{'backend:engine':<22} {'task':<10} {'workload':<10} {'N':>7} {'measured/s':>12} {'fit/s':>12} "
+    lines = [f"{'backend:engine':<26} {'task':<10} {'workload':<10} {'N':>7} {'measured/s':>12} {'fit/s':>12} "
              f"{'held-out/s':>12}  model (fixed ms; compile, execute us/program; saturation N)"]
     for (backend, engine, task, workload), samples in group_samples(records).items():
         if len({s.num_envs for s in samples}) < 2:
@@ -264,12 +264,12 @@ def format_model_table(records: Iterable, extra_sizes: Sequence[int] = ()) -> st
         for sample, held_out in leave_one_out(samples):
             measured = sample.num_envs / sample.seconds
             loo = f"{held_out:12,.0f}" if held_out is not None else f"{'-':>12}"
-            lines.append(f"{backend + ':' + engine:<22} {task:<10} {workload:<10} {sample.num_envs:>7} "
+            lines.append(f"{backend + ':' + engine:<26} {task:<10} {workload:<10} {sample.num_envs:>7} "
                          f"{measured:12,.0f} {model.programs_per_s(sample.num_envs):12,.0f} {loo}  {detail}")
             detail = ""
         for size in extra_sizes:
             if size not in {s.num_envs for s in samples}:
-                lines.append(f"{backend + ':' + engine:<22} {task:<10} {workload:<10} {size:>7} {'-':>12} "
+                lines.append(f"{backend + ':' + engine:<26} {task:<10} {workload:<10} {size:>7} {'-':>12} "
                              f"{model.programs_per_s(size):12,.0f} {'-':>12}  (extrapolated)")
     return "\n".join(lines)
 
