@@ -16,12 +16,12 @@ output in tests/test_compiler.py):
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import torch
 
 from synthenv import language as lang
+from synthenv.engines import native
 from synthenv.ir import ARG, ARG2, COST, OP, TARGET, Op, Program
 
 # Token classes (what a token becomes once brackets are matched).
@@ -211,17 +211,6 @@ def emit(
 IMPLEMENTATIONS = ("auto", "torch", "native")
 
 
-@functools.lru_cache(maxsize=1)
-def _native_available() -> bool:
-    from synthenv.engines import native
-
-    try:
-        native.library()
-    except native.NativeBuildError:
-        return False
-    return True
-
-
 @dataclass(frozen=True)
 class TraditionalCompiler:
     """Data-parallel BF -> IR compiler (registered as ``"traditional"``).
@@ -259,9 +248,7 @@ class TraditionalCompiler:
         if tokens.dim() != 2:
             raise ValueError(f"tokens must have shape [N, L], got {tuple(tokens.shape)}")
         if self.impl == "native" or (self.impl == "auto" and self.fold and self.counted_loops
-                                     and tokens.device.type == "cpu" and _native_available()):
-            from synthenv.engines import native
-
+                                     and tokens.device.type == "cpu" and native.is_available()):
             return native.compile_tokens(tokens)
         lexed = lex(tokens)
         classes, partner = match_brackets(lexed.classes)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from synthenv.engines import native
 from synthenv.execution import Execution
 from synthenv.language import Status
 from synthenv.tasks import Task
@@ -36,14 +37,28 @@ class Scores:
     program_status: torch.Tensor
 
 
-def score_outputs(execution: Execution, task: Task) -> Scores:
+def score_outputs(execution: Execution, task: Task, impl: str = "auto") -> Scores:
     """Score an execution against ``task``'s expected outputs, all on the execution's device.
 
     Per case: distance d = sum of |p_t - y_t| over produced positions, + base per missing
     position, + base per extra output; r = (U - d) / U with U = base * m (base when m = 0);
     an exact match adds the correct bonus 2 and the length bonus 1. Program reward = sum of
     r / (4 K); any failure gives -2 / (4 K).
+
+    ``impl``: ``"torch"`` (batched tensor ops, any device), ``"native"`` (the same arithmetic
+    in C, one program per thread, CPU tensors) or ``"auto"`` (native on the CPU when the C
+    kernel builds). On a CPU, a dozen float64 passes over ``[N, K, O]`` cost as much as
+    running the programs; tests/test_scoring.py checks the two agree.
     """
+    if impl not in ("auto", "torch", "native"):
+        raise ValueError(f"impl must be 'auto', 'torch' or 'native', got {impl!r}")
+    on_cpu = execution.outputs.device.type == "cpu"
+    if impl == "native" or (impl == "auto" and on_cpu and native.is_available()):
+        return Scores(*native.score_outputs(execution, task))
+    return _score_torch(execution, task)
+
+
+def _score_torch(execution: Execution, task: Task) -> Scores:
     cases = task.tensors(execution.outputs.device)
     expected = cases.expected.long()  # [K, M]
     width = expected.shape[1]

@@ -51,6 +51,7 @@ _SIGNATURES = {
                        _i32],
     "synthenv_loop_iterations": [_i64, _i64, _i64],
     "synthenv_compile": [_ptr, _i64, _i64, _ptr, _ptr, _ptr, _ptr, _i32],
+    "synthenv_score": [_ptr, _ptr, _ptr, _i64, _i64, _i64, _ptr, _ptr, _i64, _i32, _ptr, _ptr, _ptr, _ptr, _ptr, _i32],
 }
 
 
@@ -137,8 +138,18 @@ def library() -> ctypes.CDLL:
     for name, argtypes in _SIGNATURES.items():
         function = getattr(lib, name)
         function.argtypes = argtypes
-        function.restype = ctypes.c_int64 if name == "synthenv_loop_iterations" else ctypes.c_int
+        function.restype = {"synthenv_loop_iterations": ctypes.c_int64, "synthenv_score": None}.get(name, ctypes.c_int)
     return lib
+
+
+@functools.lru_cache(maxsize=1)
+def is_available() -> bool:
+    """Whether the C kernel builds and loads here (a working C compiler with OpenMP)."""
+    try:
+        library()
+    except NativeBuildError:
+        return False
+    return True
 
 
 def build_driver() -> Path:
@@ -184,6 +195,34 @@ def compile_tokens(tokens: torch.Tensor, num_threads: int = 0) -> Program:
     return program
 
 
+def score_outputs(execution: Execution, task: Task, num_threads: int = 0) -> tuple[torch.Tensor, ...]:
+    """``synthenv.scoring``'s reward in C, one program per thread, for CPU tensors.
+
+    Returns ``(rewards, solved, case_rewards, case_correct, program_status)`` with the dtypes
+    of ``synthenv.scoring.Scores``; tests/test_scoring.py checks it against the torch scorer.
+    """
+    _check_cpu(execution.outputs.device, "the execution")
+    cases = task.tensors("cpu")
+    # Named locals keep converted copies alive while the kernel reads them.
+    outputs = execution.outputs.to(torch.int32).contiguous()  # [N, K, O]
+    lengths = execution.output_lengths.to(torch.int32).contiguous()  # [N, K]
+    status = execution.status.to(torch.int8).contiguous()  # [N, K]
+    num_programs, num_cases, num_outputs = outputs.shape
+    if num_outputs < cases.expected.shape[1]:
+        raise ValueError(f"execution keeps {num_outputs} outputs per case, the task needs {cases.expected.shape[1]}")
+    rewards = torch.empty(num_programs, dtype=torch.float64)
+    solved = torch.empty(num_programs, dtype=torch.bool)
+    case_rewards = torch.empty((num_programs, num_cases), dtype=torch.float64)
+    case_correct = torch.empty((num_programs, num_cases), dtype=torch.bool)
+    program_status = torch.empty(num_programs, dtype=torch.int8)
+    library().synthenv_score(
+        outputs.data_ptr(), lengths.data_ptr(), status.data_ptr(),
+        num_programs, num_cases, num_outputs, cases.expected.data_ptr(), cases.expected_lengths.data_ptr(),
+        cases.expected.shape[1], task.base, rewards.data_ptr(), solved.data_ptr(), case_rewards.data_ptr(),
+        case_correct.data_ptr(), program_status.data_ptr(), num_threads)
+    return rewards, solved, case_rewards, case_correct, program_status
+
+
 def _check_outputs(num_outputs: int | None, task: Task) -> int:
     if num_outputs is None:
         return max(1, task.max_output_length)
@@ -225,13 +264,7 @@ class NativeEngine:
 
     def available(self, device: torch.device | str) -> bool:
         """Whether this engine can run on ``device``: a CPU device and a working C compiler."""
-        if torch.device(device).type != "cpu":
-            return False
-        try:
-            library()
-        except NativeBuildError:
-            return False
-        return True
+        return torch.device(device).type == "cpu" and is_available()
 
     def check_device(self, device: torch.device | str) -> None:
         """Raise a clear error if this engine cannot run on ``device``."""
