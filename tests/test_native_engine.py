@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import idiom_programs, loop_heavy_programs, uniform_programs
 
+import synthenv
 from synthenv.compilers.traditional import TraditionalCompiler
 from synthenv import compilers, engines, ir, reference, tasks, workloads
 from synthenv.engines import common, native
@@ -251,9 +252,11 @@ def test_compiler_errors_are_reported(tmp_path, monkeypatch):
 def no_compiler(monkeypatch):
     monkeypatch.setattr(native, "find_compiler", lambda: None)
     native.library.cache_clear()
+    native.is_available.cache_clear()
     monkeypatch.setattr(engines, "_warned", set())
     yield
     native.library.cache_clear()
+    native.is_available.cache_clear()
 
 
 def test_auto_falls_back_to_torch_with_one_warning_when_no_compiler(no_compiler):
@@ -266,6 +269,13 @@ def test_auto_falls_back_to_torch_with_one_warning_when_no_compiler(no_compiler)
         assert engines.select("auto", torch.device("cpu")).name == "torch"
     with pytest.raises(NativeBuildError, match="needs a C compiler"):
         engines.select("native", torch.device("cpu"))
+
+
+def test_the_whole_pipeline_still_works_without_a_compiler(no_compiler):
+    with pytest.warns(RuntimeWarning, match="falls back"):
+        result = synthenv.score([",[>,]+[,<.]", ",[>,]<[.<]", "+."], "reverse")  # torch compile, engine, scorer
+    assert result.solved.tolist() == [True, False, False]
+    assert result.rewards[1].item() == -2 / 64
 
 
 def test_auto_picks_native_on_cpu():
