@@ -53,7 +53,9 @@ class Pipeline(Protocol):
         ...
 
 
-_registry: Registry[Compiler | Pipeline] = Registry("backend", cache=True)
+# Not cached: every user (an env, a bench run) gets its own instance, so a stateful backend such as
+# the hybrid keeps its own audit statistics.
+_registry: Registry[Compiler | Pipeline] = Registry("backend", cache=False)
 _registry.register("traditional", TraditionalCompiler)
 _registry.register("cpu", CPUPipeline)
 _registry.register("neural", NeuralCompiler)

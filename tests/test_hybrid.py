@@ -68,13 +68,14 @@ def test_registered_and_used_by_the_evaluator(engine):
     assert isinstance(hybrid, HybridCompiler) and isinstance(hybrid, compilers.Compiler)
     assert not isinstance(hybrid, compilers.Pipeline)
     evaluator = Evaluator.create("hybrid", "auto")
-    before = hybrid.steps
+    hybrid = evaluator.backend  # each get() builds a fresh instance with its own audit state
+    assert isinstance(hybrid, HybridCompiler) and hybrid.steps == 0
     tokens = encode_batch([",[>,]+[,<.]", ",[>,]<[.<]", "+."], 20)
     execution, scores = evaluator(tokens, task_registry.get("reverse"))
-    assert hybrid.steps == before + 1
+    assert hybrid.steps == 1
     assert scores.solved.tolist() == [True, False, False]
     assert evaluator.execute(tokens, task_registry.get("reverse")).status.shape == (3, 16)
-    assert hybrid.steps == before + 2  # execute() audits too
+    assert hybrid.steps == 2  # execute() audits too
 
 
 def test_no_mismatch_on_solved_programs(neural, engine):
@@ -193,3 +194,14 @@ def test_score_api_with_hybrid():
     result = api.score([",[>,]+[,<.]", ",[>,]<[.<]"], "reverse", backend="hybrid", engine="torch")
     assert result.solved.tolist() == [True, False]
     assert result.rewards.tolist() == [1.0, -0.03125]
+
+
+def test_env_info_carries_the_audit_statistics():
+    from synthenv.env import SynthVecEnv
+
+    env = SynthVecEnv("reverse", num_envs=32, backend="hybrid", max_len=20, seed=0)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(env.sample_actions())
+    assert 0.0 <= info["verify/miscompile_bound"] <= 1.0 and info["verify/sampled"] > 0
+    other = SynthVecEnv("reverse", num_envs=8, backend="hybrid", max_len=20, seed=0)
+    assert other.evaluator.backend is not env.evaluator.backend  # each env keeps its own audit

@@ -78,7 +78,8 @@ class SynthVecEnv(VectorEnv):
     for all envs (meaningful where ``info["_final_obs"]`` [N] bool is True). The other ``info``
     entries describe the step just taken: ``solved [N]`` bool, ``program_status [N]`` int8
     (token mode: OK where no program ended) and, in token mode, ``action_mask [N, V]`` bool for
-    the next step (after autoreset).
+    the next step (after autoreset). With ``backend="hybrid"``, ``info`` also carries the
+    audit statistics (``verify/miscompile_bound``, ``verify/audit_rate``, ...).
 
     ## Arguments
 
@@ -165,7 +166,8 @@ class SynthVecEnv(VectorEnv):
         new = {name: torch.where(_column(done, value), self._initial[name], value)
                for name, value in {**new, "elapsed": elapsed}.items()}
         self._state = new
-        info = {**info, **self._dynamics.reset_info(new), "final_obs": final_obs, "_final_obs": done}
+        info = {**info, **self._dynamics.reset_info(new), "final_obs": final_obs, "_final_obs": done,
+                **getattr(self.evaluator.backend, "stats", {})}  # e.g. the hybrid's verify/* audit statistics
         return self._dynamics.observe(new), rewards, terminated, truncated, info
 
     def action_masks(self) -> torch.Tensor:
