@@ -109,8 +109,8 @@ def test_injected_miscompiles_never_reach_a_solution(neural, engine, to_solved, 
     hybrid = HybridCompiler(HybridConfig(audit=AuditConfig(window_steps=0), seed=2), neural=corrupt)
     generator = torch.Generator().manual_seed(3)
     corrupted_total, programs = 0, 0
-    for step in range(6):
-        tokens = workloads.near(2000, 100, generator, task_names=["reverse"])
+    for step in range(4):
+        tokens = workloads.near(1500, 100, generator, task_names=["reverse"])
         _, scores = hybrid.evaluate(tokens, task, engine)
         expected = truth(tokens, task, engine)
         corrupted_total += int(corrupt.corrupted.sum())

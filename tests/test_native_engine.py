@@ -84,7 +84,7 @@ def assert_same_results(a, b):
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_matches_the_torch_engine_at_the_full_step_limit(workload):
     """The torch engine has no dynamic hang detection, so this also shows the rule changes no result."""
-    tokens = workloads.make(workload, 200, seed=5)
+    tokens = workloads.make(workload, 100, seed=5)
     program = COMPILER.compile(tokens)
     task = tasks.get("reverse")
     assert_same_results(NativeEngine().run(program, task), TorchEngine().run(program, task))
