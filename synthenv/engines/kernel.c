@@ -498,128 +498,127 @@ int synthenv_naive(const long long *tokens, i64 num_programs, i64 length, const 
 }
 
 /* ---- compilers/traditional.py's passes, one program per thread, for CPU tensors ----
- * The same IR, bit for bit (tests/test_native_engine.py checks ir.equal on random programs):
- * lex up to the first EOS, match brackets (PQT: unmatched ones become one-step no-ops), mark
- * innermost loops, find counted loops (innermost, body of +-<> only, net move 0), fold runs.
- * Writes every element of `code` [N, L + 1, 5]; slots after the last op are HALT (all zero). */
+ * The same IR, bit for bit (tests/test_native_engine.py checks ir.equal on random programs).
+ * Two linear passes: (1) lex up to the first EOS and match brackets (PQT: unmatched ones become
+ * one-step no-ops), noting at each `]` whether its loop is innermost (no bracket inside) and
+ * counted (innermost, body of +-<> only, net move 0), with the body's entry-cell delta and
+ * no-clamping guard accumulated on the way; (2) fold runs and emit ops with running sums,
+ * then patch jump targets. Writes every element of `code` [N, L + 1, 5]; slots after the
+ * last op are HALT (all zero). */
 enum { C_NONE = 0, C_ADD, C_MOVE, C_OUT, C_IN, C_OPEN, C_CLOSE, C_UNMATCHED };
 
 typedef struct {
-    i8 *cls;        /* [L] token class after matching */
-    i8 *loop;       /* [L] at both brackets of a matched pair: 1 = innermost, 3 = also a counted loop */
-    i32 *partner;   /* [L] matching bracket or -1 */
-    i32 *moved;     /* [L] pointer offset after each token (inclusive prefix sum of moves) */
-    i32 *op_of;     /* [L] op slot of each token (the bracket stack while matching) */
-    i32 *brackets;  /* [L] at `[`: bracket tokens before it */
-    i32 *io;        /* [L] at `[`: `.` and `,` tokens before it */
+    i8 *cls;       /* [L] token class after matching */
+    i8 *loop;      /* [L] at both brackets of a matched pair: 1 = innermost, 3 = also a counted loop */
+    i32 *partner;  /* [L] matching bracket or -1 */
+    i32 *delta;    /* [L] at a counted loop's `[`: the entry cell's change per iteration */
+    i32 *guard;    /* [L] at a counted loop's `[`: lowest pointer at which the body never clamps */
+    i32 *op_at;    /* [L] at a matched bracket: its op slot */
+    i32 *stack;    /* [L] open brackets while matching */
 } compile_scratch;
 
-/* Lex up to the first EOS, match brackets, mark innermost and counted loops; returns the length. */
-static i32 compile_lex_match(const long long *tokens, i64 length, compile_scratch *w, i32 *balanced) {
-    static const i8 token_class[9] = {C_NONE, C_MOVE, C_MOVE, C_ADD, C_ADD, C_OPEN, C_CLOSE, C_OUT, C_IN};
-    i32 len = 0, depth = 0, offset = 0, brackets = 0, io = 0;
-    i32 *stack = w->op_of; /* op slots are assigned after matching */
+static const i8 compile_class[9] = {C_NONE, C_MOVE, C_MOVE, C_ADD, C_ADD, C_OPEN, C_CLOSE, C_OUT, C_IN};
+static const i8 compile_move[9] = {0, 1, -1, 0, 0, 0, 0, 0, 0};  /* pointer move of `>` `<` */
+static const i8 compile_add[9] = {0, 0, 0, 1, -1, 0, 0, 0, 0};   /* cell change of `+` `-` */
+static const i8 compile_arg[9] = {0, 1, -1, 1, -1, 0, 0, 1, 1};  /* what a token adds to its op's arg */
+static const i8 compile_io[9] = {0, 0, 0, 0, 0, 0, 0, 1, 1};
+static const i8 compile_op_of[8] = {OP_HALT, OP_ADD, OP_MOVE, OP_OUT, OP_IN, OP_JZ, OP_JNZ, OP_NOP};
+/* Random tokens make every data-dependent branch a coin flip, so the per-token work below is
+ * table lookups and conditional moves; only brackets (and new ops) branch. */
+
+/* Pass 1; returns the program's length (tokens before the first EOS). */
+static i32 compile_match(const long long *tokens, i64 length, compile_scratch *w, i32 *balanced) {
+    i32 len = 0, depth = 0, last_open = -1, clean = 0, offset = 0, low = 0, delta = 0;
     while (len < length && tokens[len] > 0 && tokens[len] <= T_IN) len++;
     *balanced = 1;
     for (i32 i = 0; i < len; i++) {
-        i8 c = token_class[tokens[i]];
-        offset += tokens[i] == T_RIGHT ? 1 : tokens[i] == T_LEFT ? -1 : 0;
-        w->cls[i] = c;
-        w->loop[i] = 0;
-        w->partner[i] = -1;
-        w->moved[i] = offset;
-        if (c == C_OPEN) {
-            w->brackets[i] = brackets++;
-            w->io[i] = io;
-            stack[depth++] = i;
-        } else if (c == C_CLOSE) {
+        const long long t = tokens[i];
+        w->cls[i] = compile_class[t];
+        /* offset, low, delta, clean: the body since the last `[` (its net move, lowest
+         * offset, entry-cell delta, and whether it has no I/O) */
+        offset += compile_move[t];
+        low = offset < low ? offset : low;
+        delta += offset == 0 ? compile_add[t] : 0;
+        clean &= !compile_io[t];
+        if (t == T_OPEN) {
+            w->partner[i] = -1;
+            w->loop[i] = 0;
+            w->stack[depth++] = i;
+            last_open = i;
+            clean = 1, offset = low = delta = 0;
+        } else if (t == T_CLOSE) {
+            w->loop[i] = 0;
             if (depth == 0) {
                 w->cls[i] = C_UNMATCHED;
+                w->partner[i] = -1;
                 *balanced = 0;
             } else {
-                i32 open = stack[--depth];
+                const i32 open = w->stack[--depth];
+                const i32 counted = open == last_open && clean && offset == 0;
                 w->partner[i] = open;
                 w->partner[open] = i;
-                /* innermost: no bracket of any kind in between (unmatched ones included);
-                 * counted: innermost with only +-<> in the body and net move 0 */
-                i32 innermost = brackets == w->brackets[open] + 1;
-                i32 counted = innermost && io == w->io[open] && w->moved[i] == w->moved[open];
-                w->loop[open] = w->loop[i] = (i8)(innermost | counted << 1);
+                w->loop[open] = w->loop[i] = (i8)((open == last_open) | counted << 1);
+                w->delta[open] = delta;
+                w->guard[open] = -low;
             }
-            brackets++;
-        } else if (c == C_OUT || c == C_IN) {
-            io++;
+            last_open = -1;
         }
     }
-    for (i32 d = 0; d < depth; d++) w->cls[stack[d]] = C_UNMATCHED;
+    for (i32 d = 0; d < depth; d++) w->cls[w->stack[d]] = C_UNMATCHED;
     if (depth) *balanced = 0;
     return len;
 }
 
-/* Fields of the op made of tokens [first, end) (a run of one class, or one bracket). */
-static void compile_op(const long long *tokens, const compile_scratch *w, i32 first, i32 end, i32 body_of, i32 *ins) {
-    const i8 c = w->cls[first];
-    ins[0] = ins[1] = ins[2] = ins[4] = 0;
-    const i32 before = first > 0 ? w->moved[first - 1] : 0;
-    i32 sum = 0, low = w->moved[first];
-    for (i32 i = first; i < end; i++) {
-        sum += tokens[i] == T_INC ? 1 : tokens[i] == T_DEC ? -1 : 0;
-        if (w->moved[i] < low) low = w->moved[i];
-    }
-    ins[3] = end - first; /* raw steps */
-    if (c == C_ADD) {
-        ins[0] = OP_ADD;
-        ins[1] = sum;
-        if (body_of >= 0) ins[2] = w->moved[first] - w->moved[body_of]; /* offset from the loop entry */
-    } else if (c == C_MOVE) {
-        i32 net = w->moved[end - 1] - before, dip = low - before;
-        ins[0] = OP_MOVE;
-        ins[1] = net;
-        ins[2] = net - (dip < 0 ? dip : 0); /* floor: ptr' = max(ptr + net, floor) */
-    } else if (c == C_OUT || c == C_IN) {
-        ins[0] = c == C_OUT ? OP_OUT : OP_IN;
-        ins[1] = end - first;
-    } else if (c == C_UNMATCHED) {
-        ins[0] = OP_NOP;
-    } else { /* a matched bracket */
-        const i32 other = w->partner[first];
-        ins[0] = c == C_OPEN ? OP_JZ : OP_JNZ;
-        ins[1] = w->loop[first] & 1;
-        ins[4] = w->op_of[other] + 1;
-        if (c == C_OPEN && (w->loop[first] & 2)) {
-            i32 delta = 0, lowest = 0;
-            for (i32 j = first + 1; j < other; j++) {
-                i32 at = w->moved[j] - w->moved[first];
-                if (at < lowest) lowest = at;
-                if (at == 0) delta += tokens[j] == T_INC ? 1 : tokens[j] == T_DEC ? -1 : 0;
+/* Pass 2: one op per run of a foldable class (+-, <>, ., ,, unmatched brackets) or bracket.
+ * While a run is open, ins[1] accumulates its arg and, for moves, ins[2] the deepest dip
+ * below its start (turned into the floor in the fix-up). */
+static i32 compile_emit(const long long *tokens, i32 len, compile_scratch *w, i32 *code) {
+    i32 ops = -1, run = C_NONE, offset = 0, entry = 0, in_body = 0;
+    i32 *ins = code - 5;
+    for (i32 i = 0; i < len; i++) {
+        const long long t = tokens[i];
+        const i8 c = w->cls[i];
+        const i32 bracket = c == C_OPEN || c == C_CLOSE;
+        if (c != run || bracket) { /* a new op */
+            ops++;
+            ins += 5;
+            run = c;
+            ins[0] = compile_op_of[c];
+            ins[1] = ins[3] = ins[4] = 0;
+            ins[2] = c == C_ADD && in_body ? offset - entry : 0; /* offset from the counted loop's entry */
+            in_body &= c == C_ADD || c == C_MOVE;
+            if (bracket) { /* the target is patched once every op has a slot */
+                const i8 loop = w->loop[i];
+                w->op_at[i] = ops;
+                ins[1] = loop & 1;
+                in_body = 0;
+                if (loop & 2 && c == C_OPEN) {
+                    ins[0] = OP_LOOP;
+                    ins[1] = w->delta[i];
+                    ins[2] = w->guard[i];
+                    ins[3] = w->partner[i] - i - 1; /* + 1 below: raw steps per iteration, body + `]` */
+                    in_body = 1;
+                    entry = offset;
+                }
             }
-            ins[0] = OP_LOOP;
-            ins[1] = delta;     /* the entry cell's change per iteration */
-            ins[2] = -lowest;   /* lowest pointer at which the body never clamps */
-            ins[3] = other - first; /* raw steps per iteration: body + `]` */
         }
+        ins[3]++; /* raw steps */
+        ins[1] += bracket ? 0 : compile_arg[t];
+        offset += compile_move[t];
+        ins[2] = c == C_MOVE && -ins[1] > ins[2] ? -ins[1] : ins[2];
     }
+    for (i32 op = 0; op <= ops; op++) /* move floors: ptr' = max(ptr + net, net - lowest prefix) */
+        code[5 * op + 2] += code[5 * op] == OP_MOVE ? code[5 * op + 1] : 0;
+    for (i32 i = 0; i < len; i++)
+        if (w->cls[i] == C_OPEN || w->cls[i] == C_CLOSE) code[5 * w->op_at[i] + 4] = w->op_at[w->partner[i]] + 1;
+    return ops + 1;
 }
 
 static void compile_one(const long long *tokens, i64 length, compile_scratch *w, i32 *code, i32 *num_ops,
                         u8_t *balanced, i32 *length_out) {
-    i32 ok, len = compile_lex_match(tokens, length, w, &ok), ops = 0;
-    for (i32 i = 0; i < len; i++) { /* op slots: runs of one foldable class share one */
-        const i8 c = w->cls[i];
-        const i32 foldable = c != C_OPEN && c != C_CLOSE;
-        if (!(i > 0 && foldable && w->cls[i - 1] == c)) ops++;
-        w->op_of[i] = ops - 1;
-    }
-    i32 body_of = -1; /* the `[` of the counted loop whose body we are in */
-    for (i32 i = 0; i < len;) {
-        i32 end = i + 1;
-        while (end < len && w->op_of[end] == w->op_of[i]) end++;
-        if (w->cls[i] == C_OPEN || w->cls[i] == C_CLOSE || w->cls[i] == C_UNMATCHED)
-            body_of = w->cls[i] == C_OPEN && (w->loop[i] & 2) ? i : -1;
-        compile_op(tokens, w, i, end, w->cls[i] == C_OPEN ? -1 : body_of, code + 5 * (i64)w->op_of[i]);
-        i = end;
-    }
-    for (i64 j = 5 * (i64)ops; j < 5 * (length + 1); j++) code[j] = 0; /* HALT */
+    i32 ok, len = compile_match(tokens, length, w, &ok);
+    i32 ops = compile_emit(tokens, len, w, code);
+    memset(code + 5 * (i64)ops, 0, sizeof(i32) * 5 * (size_t)(length + 1 - ops)); /* HALT */
     *num_ops = ops;
     *balanced = (u8_t)ok;
     *length_out = len;
@@ -634,7 +633,7 @@ int synthenv_compile(const long long *tokens, i64 num_programs, i64 length, i32 
         size_t n = (size_t)length + 1;
         compile_scratch w = {(i8 *)malloc(n), (i8 *)malloc(n), (i32 *)malloc(4 * n), (i32 *)malloc(4 * n),
                              (i32 *)malloc(4 * n), (i32 *)malloc(4 * n), (i32 *)malloc(4 * n)};
-        if (!w.cls || !w.loop || !w.partner || !w.moved || !w.op_of || !w.brackets || !w.io) failed = 1;
+        if (!w.cls || !w.loop || !w.partner || !w.delta || !w.guard || !w.op_at || !w.stack) failed = 1;
 #pragma omp for schedule(static)
         for (i64 p = 0; p < num_programs; p++) {
             if (failed) continue;
@@ -644,10 +643,10 @@ int synthenv_compile(const long long *tokens, i64 num_programs, i64 length, i32 
         free(w.cls);
         free(w.loop);
         free(w.partner);
-        free(w.moved);
-        free(w.op_of);
-        free(w.brackets);
-        free(w.io);
+        free(w.delta);
+        free(w.guard);
+        free(w.op_at);
+        free(w.stack);
     }
     return failed ? -1 : 0;
 }
