@@ -84,6 +84,7 @@ class TableCommand:
         solved = [r for r in results if r.solved]
         return {"task": task, "algo": algo, "runs": len(results), "successes": len(solved),
                 "mean_npe": sum(r.npe for r in solved) / len(solved) if solved else None,
+                "mean_best_reward": sum(r.best_reward for r in results) / len(results),
                 "programs_per_s": results[0].programs_per_s, "wall_s": wall,
                 "results": [dataclasses.asdict(r) for r in results]}
 
@@ -105,7 +106,8 @@ def _fmt_npe(value: float | None) -> str:
 
 
 def render_markdown(document: dict) -> str:
-    """The table: one row per task, one column per algorithm, ``successes/K (mean NPE)`` per cell.
+    """The table: one row per task, one column per algorithm, ``successes/K (mean NPE)`` per cell;
+    then the programs/s of each algorithm and a second table of the mean best reward.
 
     >>> doc = {"npe": 100, "seeds": 2, "tasks": ["add"], "algos": ["ppo"], "cells": [
     ...     {"task": "add", "algo": "ppo", "runs": 2, "successes": 1, "mean_npe": 64.0, "programs_per_s": 10.0}]}
@@ -127,4 +129,9 @@ def render_markdown(document: dict) -> str:
         speeds.append(f"{sum(rates) / len(rates):,.0f}" if rates else "")
     if "seeds" in document and len(cells) > 1:
         lines.append("| programs/s (mean) | " + " | ".join(speeds) + " |")
+        lines += ["", "Mean best reward (1.0 = solved):", "", lines[0], lines[1]]
+        for task in document["tasks"]:
+            row = [f"{cells[(task, a)].get('mean_best_reward', float('nan')):.3f}" if (task, a) in cells else ""
+                   for a in algos]
+            lines.append(f"| {task} | " + " | ".join(row) + " |")
     return "\n".join(lines)
