@@ -77,7 +77,7 @@ def gumbel_noise(generators: list[torch.Generator], shape: tuple[int, ...], devi
 
 @torch.no_grad()
 def sample_programs(policy, batch: int, max_len: int, generators: list[torch.Generator], allow_eos: bool,
-                    prefix: torch.Tensor | None = None, prefix_len: torch.Tensor | None = None,
+                    forced: torch.Tensor | None = None, forced_mask: torch.Tensor | None = None,
                     out: Rollout | None = None) -> Rollout:
     """Write ``batch`` programs per member with the policy (Gumbel-max sampling, no host sync).
 
@@ -87,8 +87,9 @@ def sample_programs(policy, batch: int, max_len: int, generators: list[torch.Gen
         max_len: L, tokens per program.
         generators: S torch generators (one per member, on the policy's device).
         allow_eos: False suppresses EOS: every program has exactly L tokens (PQT's setting).
-        prefix: optional ``[S, B, L]`` tokens forced at the start of each program (seeding);
-            ``prefix_len [S, B]`` says how many (0 = none).
+        forced: optional ``[S, B, L]`` tokens written instead of the policy's where
+            ``forced_mask [S, B, L]`` is True (seeding from known programs); forced tokens are
+            not decisions. A forced EOS ends the program.
         out: preallocated storage (``Rollout.allocate``) to fill in place; allocated if None.
     """
     device = policy.w_logits.device
@@ -105,10 +106,9 @@ def sample_programs(policy, batch: int, max_len: int, generators: list[torch.Gen
         log_p = torch.log_softmax(logits + bias, dim=-1)  # [S, B, V]
         token = (log_p + noise[:, :, t]).argmax(-1)  # [S, B]
         chosen = alive
-        if prefix is not None:
-            forced = t < prefix_len  # [S, B]
-            token = torch.where(forced, prefix[:, :, t], token)
-            chosen = alive & ~forced
+        if forced is not None:
+            token = torch.where(forced_mask[:, :, t], forced[:, :, t], token)
+            chosen = alive & ~forced_mask[:, :, t]
         token = torch.where(alive, token, EOS)
         tokens[:, :, t] = token
         log_probs[:, :, t] = log_p.gather(-1, token[..., None])[..., 0]
@@ -142,8 +142,10 @@ def compute_gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
                 gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Generalised advantage estimation over the last dimension (T steps).
 
-    Each row is one episode occupying the contiguous steps where ``mask`` is True; the state
-    after its last step is terminal (value 0). Steps outside the mask get advantage 0.
+    Each row is one episode made of the steps where ``mask`` is True, in order; steps outside the
+    mask (forced tokens, the padding after the end) are not decisions: they get advantage 0 and
+    the recursion passes over them to the next decision. The state after the last decision is
+    terminal (value 0).
 
     Args:
         rewards, values: ``[..., T]`` float.
@@ -161,10 +163,13 @@ def compute_gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
     advantages = torch.zeros_like(values)
     next_adv = torch.zeros_like(values[..., 0])
     next_value = torch.zeros_like(values[..., 0])
-    next_mask = torch.zeros_like(values[..., 0])
+    has_next = torch.zeros_like(values[..., 0])  # 1 once a later decision exists in the row
     for t in range(values.shape[-1] - 1, -1, -1):
-        delta = rewards[..., t] + gamma * next_value * next_mask - values[..., t]
-        adv = (delta + gamma * gae_lambda * next_mask * next_adv) * mask_f[..., t]
+        delta = rewards[..., t] + gamma * next_value * has_next - values[..., t]
+        adv = (delta + gamma * gae_lambda * has_next * next_adv) * mask_f[..., t]
         advantages[..., t] = adv
-        next_adv, next_value, next_mask = adv, values[..., t], mask_f[..., t]
+        decision = mask[..., t]
+        next_adv = torch.where(decision, adv, next_adv)
+        next_value = torch.where(decision, values[..., t], next_value)
+        has_next = torch.maximum(has_next, mask_f[..., t])
     return advantages, advantages + values * mask_f

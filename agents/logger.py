@@ -45,7 +45,7 @@ class RunLogger:
         self.config = config
         self.writers = []
         self.sums: dict[str, torch.Tensor] = {}
-        self.counts: torch.Tensor | None = None
+        self.counts: dict[str, torch.Tensor] = {}
         self.logging = [True] * len(run_dirs)  # members whose runs are still being logged
         if config.log_dir is not None:
             from torch.utils.tensorboard import SummaryWriter
@@ -64,27 +64,35 @@ class RunLogger:
         self.shown = npe_start
 
     def accumulate(self, stats: dict[str, torch.Tensor], active: torch.Tensor) -> None:
-        """Add one step's ``[S]`` statistics for the members that were running (device only)."""
+        """Add one step's ``[S]`` statistics for the members that were running (device only).
+
+        ``losses/`` entries count only where ``stats["_learned"]`` (``[S]``, optional) is nonzero:
+        a step whose programs held no policy decisions (all seeded) has no losses to average.
+        """
+        stats = dict(stats)
         weight = active.float()
+        learned = weight * stats.pop("_learned", torch.ones_like(weight)).float()
         for key, value in stats.items():
-            self.sums[key] = self.sums.get(key, 0.0) + value.float() * weight
-        self.counts = weight if self.counts is None else self.counts + weight
+            w = learned if key.startswith("losses/") else weight
+            self.sums[key] = self.sums.get(key, 0.0) + value.float() * w
+            self.counts[key] = self.counts.get(key, 0.0) + w
 
     def log(self, trainer, active: list[bool], final: bool) -> None:
         """Write the means since the last call. # sync point (reads statistics back)."""
         npe = trainer.npe.tolist()  # sync point
         speed = trainer.programs_executed / trainer.elapsed if trainer.elapsed else 0.0
         best = trainer.best_rewards.tolist()
-        if self.writers and self.counts is not None:
-            counts = self.counts.tolist()
-            means = {key: (value / self.counts.clamp(min=1.0)).tolist() for key, value in self.sums.items()}
+        if self.writers and self.counts:
+            counts = {key: value.tolist() for key, value in self.counts.items()}
+            means = {key: (value / self.counts[key].clamp(min=1.0)).tolist() for key, value in self.sums.items()}
             programs = None
             for i, writer in enumerate(self.writers):
                 if not self.logging[i]:
                     continue
-                if counts[i] > 0:
-                    for key, values in means.items():
+                for key, values in means.items():
+                    if counts[key][i] > 0:
                         writer.add_scalar(key, values[i], npe[i])
+                if counts["charts/episodic_return"][i] > 0:
                     writer.add_scalar("charts/programs_per_s", speed, npe[i])
                     writer.add_scalar("charts/best_reward", best[i], npe[i])
                 if programs is None:
@@ -94,7 +102,7 @@ class RunLogger:
                 writer.add_text("programs/best_program", f"`{programs[i]}` (reward {best[i]:.4f})", npe[i])
                 writer.flush()
                 self.logging[i] = active[i] and not final
-        self.sums, self.counts = {}, None
+        self.sums, self.counts = {}, {}
         if self.bar is not None:
             done = trainer.npe_done
             self.bar.update(max(0, min(done, self.config.npe) - self.shown))

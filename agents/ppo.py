@@ -8,18 +8,22 @@ entropy bonus (CleanRL's recipe, per-token means).
 
 Self-improvement (PQT's idea, kept inside PPO): a unique top-K queue of each member's best
 programs, refreshed with every batch; every minibatch the policy also maximises the
-log-likelihood of all queued programs (weight ``queue_coef``). With ``iterations > 1`` in
-program mode, ``seed_prob`` starts programs of later rounds from a random prefix of a queued
-program and lets the policy write the rest (forced tokens are not decisions and get no gradient).
-No host synchronisation anywhere in a step.
+log-likelihood of all queued programs (weight ``queue_coef``). In program mode with several
+iterations, programs of round >= 2 are seeded from the queue (``seed_prob``): a queued program is
+copied except in one or two short windows where the policy writes new tokens (an edit: insertion,
+substitution or deletion). Copied tokens are not decisions; the window tokens are, and PPO learns
+from them like from any other token. No host synchronisation anywhere in a step.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import Literal
 
 import torch
+
+from synthenv.language import VOCAB_SIZE
 
 from .buffers import Rollout, compute_gae, program_mask, sample_programs, terminal_rewards, token_log_probs
 from .common import (clip_grad_norm_per_member, generator_states, load_generator_states, masked_mean,
@@ -62,9 +66,17 @@ class PPOConfig:
     """K, best unique programs kept for self-imitation (0 disables the queue)."""
     queue_coef: float = 0.5
     """Weight of the queue imitation term (per-token mean negative log-likelihood)."""
-    seed_prob: float = 0.0
-    """Program mode with several iterations: probability that a program of round >= 2 starts from
-    a random prefix of a queued program (0: never)."""
+    seed_prob: float = 0.5
+    """Program mode with several iterations: probability that a program of round >= 2 is written as
+    an edit of a queued program (0: never; with ``iterations=1`` there is no round 2)."""
+    seed_writer: Literal["policy", "random"] = "policy"
+    """Who writes the seeding windows: the policy (decisions PPO learns from) or uniform random
+    commands (a mutation: the whole seeded program is forced, only the queue learns from it)."""
+    seed_edits: int = 2
+    """Seeding: at most this many windows per seeded program (1 or more, drawn uniformly)."""
+    seed_window: int = 3
+    """Seeding: each window lets the policy write 1 .. seed_window tokens in place of 0 .. seed_window + 1
+    tokens of the queued program (substitution, insertion or deletion)."""
     allow_eos: bool = True
     """Let the policy end programs with EOS (False: exactly max_len tokens, PQT's setting)."""
     policy: PolicyConfig = field(default_factory=PolicyConfig)
@@ -83,8 +95,52 @@ class PPOConfig:
             raise ValueError(f"risk_quantile must be in [0, 1), got {self.risk_quantile!r}")
         if not 0.0 <= self.seed_prob <= 1.0:
             raise ValueError(f"seed_prob must be in [0, 1], got {self.seed_prob!r}")
+        for name in ("seed_edits", "seed_window"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
         if self.seed_prob and not self.queue_size:
             raise ValueError("seed_prob > 0 seeds programs from the queue: set queue_size > 0")
+
+
+def edit_plan(sources: torch.Tensor, draws: torch.Tensor, max_edits: int, max_window: int,
+              allow_eos: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Turn programs into edit templates: forced tokens copied from ``sources [S, B, L]`` around up
+    to two windows where the policy writes (the only decisions of a seeded program).
+
+    A window at cut c of width w that consumes k source tokens (k in w-1, w, w+1: insertion,
+    substitution, deletion) maps output position t to source position t (t < c), to a decision
+    (c <= t < c + w) or to t - w + k. With two windows the maps compose. A source position past
+    the program's end copies its EOS (the edit ends where the source ended); past ``L`` it is a
+    decision if EOS is not allowed. ``draws [S, B, 7]`` are uniform numbers in [0, 1).
+
+    Returns:
+        ``(forced [S, B, L] int64, forced_mask [S, B, L] bool)``.
+
+    >>> forced, mask = edit_plan(torch.tensor([[[1, 2, 3, 4, 0, 0]]]), torch.tensor([[[0.0, 0.3, 0.0, 0.5,
+    ...                          0.0, 0.0, 0.0]]]), max_edits=1, max_window=1, allow_eos=True)
+    >>> torch.where(mask, forced, -1).tolist()  # the policy writes one token in place of token 1
+    [[[1, -1, 3, 4, 0, 0]]]
+    """
+    length = sources.shape[-1]
+    n = torch.cumprod(sources != 0, dim=-1).sum(-1, keepdim=True)  # [S, B, 1] tokens before EOS
+    t = torch.arange(length, device=sources.device)  # [L]
+
+    def window(cut_draw, width_draw, consume_draw, active):
+        cut = (cut_draw[..., None] * (n + 1)).long().clamp(max=length)  # [S, B, 1] in [0, n]
+        width = 1 + (width_draw[..., None] * max_window).long()  # [S, B, 1] in [1, max_window]
+        consume = (width - 1 + (consume_draw[..., None] * 3).long()).clamp(min=0)  # w-1, w or w+1
+        width, consume = width * active[..., None], consume * active[..., None]  # inactive: identity
+        return torch.where(t < cut, t, torch.where(t < cut + width, -1, t - width + consume))  # [S, B, L]
+
+    edits = 1 + (draws[..., 0] * max_edits).long().clamp(max=max_edits - 1)  # [S, B] in [1, max_edits]
+    first = window(draws[..., 1], draws[..., 2], draws[..., 3], torch.ones_like(edits))
+    second = window(draws[..., 4], draws[..., 5], draws[..., 6], (edits >= 2).long())
+    source = torch.where(second < 0, -1, first.gather(-1, second.clamp(0, length - 1)))
+    source = torch.where((second >= length) & (second >= 0), length, source)  # [S, B, L]
+    inside = source < length
+    forced = torch.where(inside, sources.gather(-1, source.clamp(0, length - 1)), 0)
+    forced_mask = (source >= 0) & (inside | allow_eos)
+    return forced, forced_mask
 
 
 def normalize_advantages(advantages: torch.Tensor, mask: torch.Tensor, center: bool = True) -> torch.Tensor:
@@ -155,23 +211,28 @@ class PPO:
         return self.config.batch_size
 
     def propose(self, rounds: torch.Tensor) -> torch.Tensor:
-        """Sample B programs per member; with seeding, later rounds may start from queued prefixes."""
-        prefix = prefix_len = None
-        if self.config.seed_prob > 0:
-            prefix, prefix_len = self._seed_prefixes(rounds)
+        """Sample B programs per member; in rounds >= 2, seeded programs are policy edits of queued ones."""
+        forced = forced_mask = None
+        if self.config.seed_prob > 0 and self.config.queue_size:
+            forced, forced_mask = self._seed_plan(rounds)
         sample_programs(self.policy, self.config.batch_size, self.max_len, self.generators, self.config.allow_eos,
-                        prefix, prefix_len, out=self.rollout)
+                        forced, forced_mask, out=self.rollout)
         return self.rollout.tokens
 
-    def _seed_prefixes(self, rounds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """A queued program and a cut point in ``[0, its length)`` for each env of round >= 2."""
-        b = self.config.batch_size
-        prefix, valid = self.queue.sample(b, self.generators)  # [S, B, L], [S, B]
-        draws = torch.stack([torch.rand((b, 2), generator=g, device=self.device) for g in self.generators])
-        length = program_mask(prefix).sum(-1)  # [S, B] tokens incl. the ending EOS, if any
-        cut = (draws[..., 1] * length.clamp(min=1)).long()  # [S, B] in [0, length)
-        use = valid & (rounds > 0) & (draws[..., 0] < self.config.seed_prob)
-        return prefix, torch.where(use, cut, 0)
+    def _seed_plan(self, rounds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Which tokens to force: a queued program with 1 .. seed_edits windows for the policy to write."""
+        config, b = self.config, self.config.batch_size
+        sources, valid = self.queue.sample(b, self.generators)  # [S, B, L], [S, B]
+        draws = torch.stack([torch.rand((b, 8), generator=g, device=self.device) for g in self.generators])
+        use = valid & (rounds > 0) & (draws[..., 0] < config.seed_prob)  # [S, B]
+        forced, forced_mask = edit_plan(sources, draws[..., 1:], config.seed_edits, config.seed_window,
+                                        config.allow_eos)
+        if config.seed_writer == "random":  # windows filled with uniform commands: a mutation, no decisions
+            noise = torch.stack([torch.randint(1, VOCAB_SIZE, forced.shape[1:], generator=g, device=self.device)
+                                 for g in self.generators])
+            forced = torch.where(forced_mask, forced, noise)
+            forced_mask = torch.ones_like(forced_mask)
+        return forced, forced_mask & use[..., None]
 
     def learn(self, tokens: torch.Tensor, rewards: torch.Tensor, solved: torch.Tensor) -> dict[str, torch.Tensor]:
         config, rollout = self.config, self.rollout
@@ -195,7 +256,9 @@ class PPO:
                 for key, value in stats.items():
                     totals[key] = totals.get(key, 0.0) + value
         count = config.update_epochs * config.num_minibatches
-        return {key: value / count for key, value in totals.items()}
+        stats = {key: value / count for key, value in totals.items()}
+        stats["_learned"] = mask.flatten(1).any(1)  # [S]: the batch held policy decisions
+        return stats
 
     def _minibatch_step(self, tokens, old_log_p, old_values, advantages, returns, mask) -> dict[str, torch.Tensor]:
         """One clipped-objective update on ``[S, mb, L]`` tensors; returns ``[S]`` statistics."""

@@ -54,8 +54,9 @@ class TrainConfig:
     """Torch device of the env, the policy and all training state."""
     max_len: int = 100
     """L, tokens per program (PQT: 100)."""
-    iterations: int = 1
-    """Program-mode rounds per episode (PPO's ``seed_prob`` seeds rounds >= 2)."""
+    iterations: int | None = None
+    """Program-mode rounds per episode; round >= 2 lets PPO rewrite its best programs (``seed_prob``).
+    None: 2 for ppo, 1 for the others (which ignore rounds)."""
     stop_on_success: bool = True
     """Stop a seed when one of its programs solves the task (PQT's protocol)."""
     log_dir: str | None = "runs"
@@ -86,6 +87,8 @@ class TrainConfig:
         if not seeds or any(not isinstance(s, int) or s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
             raise ValueError(f"seeds must be distinct non-negative ints, got {self.seeds!r}")
         object.__setattr__(self, "seeds", seeds)
+        if self.iterations is None:
+            object.__setattr__(self, "iterations", 2 if self.algo == "ppo" else 1)
         for name in ("max_len", "iterations", "log_every", "checkpoint_every"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:

@@ -46,7 +46,8 @@ def test_gae_matches_a_naive_loop(gamma, lam):
     starts = torch.randint(0, 4, (2, 6, 1), generator=g)
     ends = torch.randint(4, 10, (2, 6, 1), generator=g)
     t = torch.arange(9)
-    mask = (t >= starts) & (t < ends)  # contiguous episodes, some starting late (forced prefixes)
+    mask = (t >= starts) & (t < ends)  # episodes, some starting late (forced prefixes)
+    mask &= torch.rand((2, 6, 9), generator=g) > 0.3  # and forced tokens between decisions
     advantages, returns = compute_gae(rewards, values, mask, gamma, lam)
     expected = naive_gae(rewards.view(12, 9).tolist(), values.view(12, 9).tolist(), mask.view(12, 9).tolist(),
                          gamma, lam)
@@ -97,12 +98,45 @@ def test_suppressed_eos_gives_full_length_programs_and_members_are_independent()
     assert torch.equal(single.tokens[0], rollout.tokens[0])  # member 0 does not depend on member 1
 
 
-def test_forced_prefixes_are_written_and_are_not_decisions():
+def test_forced_tokens_are_written_and_are_not_decisions():
     policy = _policy("lstm", 1)
-    prefix = torch.full((1, 4, 12), 3)
-    prefix_len = torch.tensor([[0, 2, 5, 12]])
+    forced = torch.full((1, 4, 12), 3)
+    mask = torch.zeros((1, 4, 12), dtype=torch.bool)
+    mask[0, 1, :2] = True  # a forced prefix
+    mask[0, 2, :5] = mask[0, 2, 7:] = True  # a window of decisions at 5, 6 inside a forced program
+    mask[0, 3] = True  # fully forced
     rollout = sample_programs(policy, 4, 12, [torch.Generator().manual_seed(0)], allow_eos=False,
-                              prefix=prefix, prefix_len=prefix_len)
-    for row, n in enumerate(prefix_len[0].tolist()):
-        assert (rollout.tokens[0, row, :n] == 3).all()
-        assert not rollout.decisions[0, row, :n].any() and rollout.decisions[0, row, n:].all()
+                              forced=forced, forced_mask=mask)
+    assert (rollout.tokens[mask] == 3).all()
+    assert torch.equal(rollout.decisions, ~mask)
+    forced[0, 2, 9] = EOS  # a forced EOS ends the program
+    rollout = sample_programs(policy, 4, 12, [torch.Generator().manual_seed(0)], allow_eos=False,
+                              forced=forced, forced_mask=mask)
+    assert (rollout.tokens[0, 2, 9:] == EOS).all() and not rollout.decisions[0, 2, 9:].any()
+
+
+def _plan(sources, cut, width, consume, allow_eos=True, second=None, max_window=3):
+    """edit_plan with chosen draws: cut/width/consume are the uniform draws of each window."""
+    from synthenv.agents.ppo import edit_plan
+
+    edits = 0.0 if second is None else 0.99
+    second = second or (0.0, 0.0, 0.0)
+    draws = torch.tensor([[[edits, cut, width, consume, *second]]])
+    forced, mask = edit_plan(torch.tensor([[sources]]), draws, max_edits=2, max_window=max_window,
+                             allow_eos=allow_eos)
+    return torch.where(mask, forced, -1)[0, 0].tolist()
+
+
+def test_edit_plan_substitutes_inserts_and_deletes():
+    program = [1, 2, 3, 4, 0, 0]  # n = 4; cut draw 0.3 -> cut 1; width draw 0 -> 1 token
+    assert _plan(program, 0.3, 0.0, 0.5) == [1, -1, 3, 4, 0, 0]  # substitution (consumes 1)
+    assert _plan(program, 0.3, 0.0, 0.0) == [1, -1, 2, 3, 4, 0]  # insertion (consumes 0)
+    assert _plan(program, 0.3, 0.0, 0.9) == [1, -1, 4, 0, 0, 0]  # deletion (consumes 2)
+    assert _plan(program, 0.3, 0.5, 0.5) == [1, -1, -1, 4, 0, 0]  # a 2-token window
+    # two windows compose: the second (cut 3, insertion) applies to the first's result
+    assert _plan(program, 0.3, 0.0, 0.5, second=(0.7, 0.0, 0.0)) == [1, -1, 3, -1, 4, 0]
+
+
+def test_edit_plan_without_eos_lets_the_policy_fill_past_the_source():
+    program = [5, 6, 7, 8]  # fixed length, no EOS
+    assert _plan(program, 0.3, 0.0, 0.9, allow_eos=False) == [5, -1, 8, -1]  # deletion: the tail is new

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from synthenv import agents, tasks
-from synthenv.agents import GAConfig, PPOConfig, RandomConfig, TrainConfig, Trainer
+from synthenv.agents import PPO, GAConfig, PPOConfig, RandomConfig, TrainConfig, Trainer
 from synthenv.tasks import Task
 
 # "." prints the zero cell: one token in eight solves it, so a batch of 64 always does
@@ -116,3 +116,35 @@ def test_bad_settings_raise_clear_errors():
         agents.make("ppo", GAConfig(), (0,), 10, torch.device("cpu"))
     with pytest.raises(ValueError, match="num_minibatches=3 must divide batch_size=8"):
         PPOConfig(batch_size=8, num_minibatches=3)
+
+
+def _seeded_agent(writer: str):
+    config = PPOConfig(batch_size=16, queue_size=2, seed_prob=1.0, seed_writer=writer, seed_edits=1,
+                       seed_window=1)
+    agent = PPO(config, seeds=(0,), max_len=12, device=torch.device("cpu"))
+    queued = torch.tensor([[[3, 3, 3, 3, 3, 3, 7, 0, 0, 0, 0, 0]]])
+    agent.queue.push(queued, torch.tensor([[0.5]]))
+    return agent, queued[0, 0]
+
+
+def _differs_by_one_edit(program: list[int], source: list[int]) -> bool:
+    """program == source[:i] + [one new token] + source[i + k:] for some i and k in 0, 1, 2, or the new
+    token was EOS: program == source[:i] (compared up to EOS)."""
+    p, s = program[: (program + [0]).index(0)], source[: (source + [0]).index(0)]
+    return any(p == s[:i] or (p[:i] == s[:i] and p[i + 1:] == s[i + k:]) for i in range(len(s) + 1)
+               for k in (0, 1, 2))
+
+
+@pytest.mark.parametrize("writer", ["policy", "random"])
+def test_later_rounds_are_edits_of_queued_programs(writer):
+    agent, source = _seeded_agent(writer)
+    first = agent.propose(torch.zeros((1, 16), dtype=torch.int64)).clone()
+    assert not (first == source).all(-1).all()  # round 1: the policy writes from scratch
+    tokens = agent.propose(torch.ones((1, 16), dtype=torch.int64))  # round 2: seeded
+    for row in range(16):
+        assert _differs_by_one_edit(tokens[0, row].tolist(), source.tolist())
+    decisions = agent.rollout.decisions[0]
+    if writer == "random":
+        assert not decisions.any()  # mutations are not policy decisions
+    else:
+        assert (decisions.sum(-1) >= 1).all() and (decisions.sum(-1) <= 1 + 1).all()

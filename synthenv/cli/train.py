@@ -48,8 +48,9 @@ class TrainCommand:
     """Torch device for the env, the policy and all training state."""
     max_len: int = 100
     """Tokens per program (PQT: 100)."""
-    iterations: int = 1
-    """Program-mode rounds per episode (PPO's --seed-prob seeds rounds >= 2 from its best programs)."""
+    iterations: int | None = None
+    """Program-mode rounds per episode; in round 2 PPO rewrites its best programs (--seed-prob).
+    Default: 2 for ppo, 1 for the baselines."""
     suppress_eos: bool | None = None
     """Write exactly max_len tokens (PQT's fixed-length setting); default: on for the PQT baselines, off for ppo."""
     policy: Literal["lstm", "transformer"] | None = None
@@ -65,7 +66,7 @@ class TrainCommand:
     queue_weight: float | None = None
     """Weight of the queue imitation term; default: the algorithm's."""
     seed_prob: float | None = None
-    """PPO: probability of seeding a later round's program from a queued program."""
+    """PPO: probability that a round-2 program is an edit of a queued program (default 0.5)."""
     update_epochs: int | None = None
     """PPO: passes over each batch."""
     log_dir: str | None = "runs"
