@@ -45,6 +45,14 @@ class Registry(Generic[T]):
         if self._cache is not None:
             self._cache.pop(name, None)
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name``; an unknown name raises ``UnknownNameError``."""
+        if name not in self._factories:
+            raise UnknownNameError(unknown_name_message(self.kind, name, self.names()))
+        del self._factories[name]
+        if self._cache is not None:
+            self._cache.pop(name, None)
+
     def get(self, name: str) -> T:
         """The entry registered as ``name``; an unknown name raises ``UnknownNameError``."""
         if name not in self._factories:

@@ -14,7 +14,7 @@ from .pqt import BUILDERS, PAPER_TASKS, TUNING_TASKS
 from .py2random import Py2Random
 from .task import CaseTensors, Task
 
-__all__ = ["Task", "CaseTensors", "Py2Random", "get", "names", "register", "resolve", "PAPER_TASKS", "TUNING_TASKS"]
+__all__ = ["Task", "CaseTensors", "Py2Random", "get", "names", "register", "unregister", "resolve", "PAPER_TASKS", "TUNING_TASKS"]
 
 _registry: Registry[Task] = Registry("task", cache=True)
 for _name in (*PAPER_TASKS, *TUNING_TASKS):
@@ -47,6 +47,14 @@ def register(task: Task, overwrite: bool = False) -> None:
     if not isinstance(task, Task):
         raise TypeError(f"register expects a Task, got {type(task).__name__}; build one with Task.from_pairs")
     _registry.register(task.name, lambda: task, overwrite=overwrite)
+
+
+def unregister(name: str) -> None:
+    """Remove a user task registered with ``register`` (the built-in tasks stay)."""
+    if name in PAPER_TASKS or name in TUNING_TASKS:
+        raise ValueError(f"{name!r} is a built-in task and cannot be unregistered; only user tasks "
+                         f"({', '.join(names('user')) or 'none registered'}) can")
+    _registry.unregister(name)
 
 
 def resolve(task: Task | str) -> Task:

@@ -13,7 +13,14 @@ from synthenv.tasks import Task
 
 # "." prints the zero cell: one token in eight solves it, so a batch of 64 always does
 DOT = Task.from_pairs("agents-test-dot", [([], [0])], base=2)
-tasks.register(DOT, overwrite=True)
+
+
+@pytest.fixture(autouse=True)
+def dot_task():
+    """Registered only while a test of this module runs, so task-parametrized tests elsewhere never see it."""
+    tasks.register(DOT, overwrite=True)
+    yield DOT
+    tasks.unregister(DOT.name)
 
 FAST = dict(log_dir=None, progress=False, engine="torch", log_every=1)
 

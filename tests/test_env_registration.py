@@ -53,12 +53,16 @@ def test_sync_vectorization_of_the_single_env_works():
 def test_register_envs_gives_a_user_task_an_id():
     task = tasks.Task.from_pairs("env-test-increment", [([1], [2]), ([5], [6])], base=10)
     tasks.register(task, overwrite=True)
-    assert env_id("env-test-increment") in register_envs()
-    env = gymnasium.make_vec("synthenv/env-test-increment-v0", num_envs=2, max_len=4)
-    env.reset(seed=0)
-    _, rewards, terminated, _, _ = env.step(encode_batch([",+.", ",."], 4))
-    assert rewards[0].item() == 1.0 and terminated.tolist() == [True, False]
-    assert register_envs().count(env_id("env-test-increment")) == 1  # idempotent
+    try:
+        assert env_id("env-test-increment") in register_envs()
+        env = gymnasium.make_vec("synthenv/env-test-increment-v0", num_envs=2, max_len=4)
+        env.reset(seed=0)
+        _, rewards, terminated, _, _ = env.step(encode_batch([",+.", ",."], 4))
+        assert rewards[0].item() == 1.0 and terminated.tolist() == [True, False]
+        assert register_envs().count(env_id("env-test-increment")) == 1  # idempotent
+    finally:
+        tasks.unregister("env-test-increment")
+        gymnasium.registry.pop(env_id("env-test-increment"))
 
 
 def test_vector_env_accepts_a_task_object():

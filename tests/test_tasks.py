@@ -117,8 +117,10 @@ def test_user_task_from_pairs_and_registration():
         with pytest.raises(ValueError, match="already registered"):
             tasks.register(task)
     finally:
-        tasks._registry._factories.pop("user-inc")
-        tasks._registry._cache.pop("user-inc", None)
+        tasks.unregister("user-inc")
+    assert "user-inc" not in tasks.names()
+    with pytest.raises(ValueError, match="built-in task"):
+        tasks.unregister("reverse")
 
 
 def test_user_task_from_program():
