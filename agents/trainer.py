@@ -36,7 +36,7 @@ class TrainConfig:
     128
     """
 
-    task: str = "print-hello"
+    task: str = "echo"
     """Task name (``synthenv tasks``)."""
     algo: str = "ppo"
     """Algorithm (``synthenv.agents.names()``)."""

@@ -46,6 +46,12 @@ class ScoreResult:
         return cls(scores.rewards, scores.solved, execution.status, scores.program_status, execution.outputs,
                    execution.output_lengths, execution.steps, scores.case_correct, task)
 
+    def __repr__(self) -> str:
+        """A one-line summary. # sync point: reads back to the host; for display."""
+        n, k = self.status.shape
+        return (f"ScoreResult(task={self.task.name!r}, programs={n}, cases={k}, device={self.rewards.device}, "
+                f"solved={self.solved.sum().item()}, rewards={self.rewards[:8].tolist()}{' ...' if n > 8 else ''})")
+
     def output(self, program: int, case: int) -> list[int]:
         """What ``program`` printed on ``case`` (the first O values).
 

@@ -12,15 +12,21 @@ from __future__ import annotations
 from synthenv.registry import Registry, UnknownNameError
 from .pqt import BUILDERS, PAPER_TASKS, TUNING_TASKS
 from .py2random import Py2Random
+from .starter import BUILDERS as STARTER_BUILDERS
+from .starter import STARTER_TASKS
 from .task import CaseTensors, Task
 
-__all__ = ["Task", "CaseTensors", "Py2Random", "get", "names", "register", "unregister", "resolve", "PAPER_TASKS", "TUNING_TASKS"]
+__all__ = ["Task", "CaseTensors", "Py2Random", "get", "names", "register", "unregister", "resolve", "PAPER_TASKS", "TUNING_TASKS",
+           "STARTER_TASKS"]
 
 _registry: Registry[Task] = Registry("task", cache=True)
 for _name in (*PAPER_TASKS, *TUNING_TASKS):
     _registry.register(_name, BUILDERS[_name])
+for _name in STARTER_TASKS:
+    _registry.register(_name, STARTER_BUILDERS[_name])
+BUILTIN = frozenset((*PAPER_TASKS, *TUNING_TASKS, *STARTER_TASKS))
 
-SUITES = ("all", "paper", "tuning", "user")
+SUITES = ("all", "paper", "tuning", "starter", "user")
 
 
 def get(name: str) -> Task:
@@ -29,14 +35,16 @@ def get(name: str) -> Task:
 
 
 def names(suite: str = "all") -> list[str]:
-    """Registered task names: ``"paper"`` (26), ``"tuning"`` (2), ``"user"`` or ``"all"``."""
+    """Registered task names: ``"paper"`` (26), ``"tuning"`` (2), ``"starter"`` (quick-start tasks outside
+    the paper), ``"user"`` or ``"all"``."""
     if suite == "paper":
         return list(PAPER_TASKS)
     if suite == "tuning":
         return list(TUNING_TASKS)
+    if suite == "starter":
+        return list(STARTER_TASKS)
     if suite == "user":
-        builtin = set(PAPER_TASKS) | set(TUNING_TASKS)
-        return [n for n in _registry.names() if n not in builtin]
+        return [n for n in _registry.names() if n not in BUILTIN]
     if suite == "all":
         return _registry.names()
     raise ValueError(f"suite must be one of {SUITES}, got {suite!r}")
@@ -51,7 +59,7 @@ def register(task: Task, overwrite: bool = False) -> None:
 
 def unregister(name: str) -> None:
     """Remove a user task registered with ``register`` (the built-in tasks stay)."""
-    if name in PAPER_TASKS or name in TUNING_TASKS:
+    if name in BUILTIN:
         raise ValueError(f"{name!r} is a built-in task and cannot be unregistered; only user tasks "
                          f"({', '.join(names('user')) or 'none registered'}) can")
     _registry.unregister(name)

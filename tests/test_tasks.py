@@ -101,8 +101,19 @@ def test_bases_follow_the_spec():
         assert tasks.get(name).base == bases.get(name, 256)
 
 
+def test_starter_echo_echoes_zero_terminated_inputs():
+    task = tasks.get("echo")
+    assert tasks.names("starter") == ["echo"] and "echo" not in tasks.names("paper") + tasks.names("user")
+    assert (task.base, task.num_cases, task.max_steps) == (256, 16, 5000)
+    for inputs, expected in task.cases:
+        assert 2 <= len(inputs) <= 6 and inputs[-1] == 0 and all(inputs[:-1])
+        assert expected == inputs[:-1]
+    assert len({inputs for inputs, _ in task.cases}) > 10  # drawn, not one repeated case
+
+
 def test_registry_names_and_errors():
     assert len(tasks.names("paper")) == 26 and tasks.names("tuning") == ["reverse-tune", "remove-char-tune"]
+    assert tasks.names("all") == tasks.names("paper") + tasks.names("tuning") + tasks.names("starter")
     with pytest.raises(UnknownNameError, match="Did you mean 'reverse'"):
         tasks.get("revrse")
     with pytest.raises(ValueError, match="suite must be one of"):

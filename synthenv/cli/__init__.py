@@ -7,6 +7,8 @@ Each command is a frozen dataclass (fields documented, defaults shown in ``--hel
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Sequence
 
 # command name -> (module, config class). Each config is a frozen dataclass with run().
@@ -32,4 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="synthenv: compile, run and score BF programs at scale; train synthesis agents.",
         args=argv,
     )
-    return int(config.run() or 0)
+    try:
+        return int(config.run() or 0)
+    except BrokenPipeError:  # output piped into `head` and the like: stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
