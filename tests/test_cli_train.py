@@ -85,3 +85,15 @@ def test_options_that_do_not_apply_are_refused():
 def test_an_unknown_task_names_the_valid_ones():
     with pytest.raises(ValueError, match="Did you mean 'reverse'"):
         main(["train", "--task", "reverce", "--no-progress", "--log-dir", "None"])
+
+
+def test_the_quick_start_default_solves_its_task(tmp_path, capsys):
+    """README's quick start, ``synthenv train`` with its defaults (PPO, seed 0, starter task echo)."""
+    assert main(["train", "--no-progress", "--log-dir", "None", "--json-out", str(tmp_path / "out.json")]) == 0
+    (result,) = json.loads((tmp_path / "out.json").read_text())
+    assert (result["task"], result["algo"], result["seed"]) == ("echo", "ppo", 0)
+    assert result["solved"] and result["npe"] <= TrainCommand().npe
+    from synthenv import reference, tasks
+
+    task = tasks.get("echo")
+    assert reference.score_program(result["best_program"], task.cases, task.base, task.max_steps).solved
