@@ -16,8 +16,8 @@ from .starter import BUILDERS as STARTER_BUILDERS
 from .starter import STARTER_TASKS
 from .task import CaseTensors, Task
 
-__all__ = ["Task", "CaseTensors", "Py2Random", "get", "names", "register", "unregister", "resolve", "PAPER_TASKS", "TUNING_TASKS",
-           "STARTER_TASKS"]
+__all__ = ["Task", "CaseTensors", "Py2Random", "get", "names", "register", "unregister", "resolve", "PAPER_TASKS",
+           "TUNING_TASKS", "STARTER_TASKS"]
 
 _registry: Registry[Task] = Registry("task", cache=True)
 for _name in (*PAPER_TASKS, *TUNING_TASKS):

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .pqt import NUM_CASES, SEED
 from .py2random import Py2Random
 from .task import Task
-
-SEED = 6849275409234
-NUM_CASES = 16
 
 
 def zero_terminated(rand: Py2Random) -> list[int]:
