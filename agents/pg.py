@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from synthenv.checks import require_positive_int_fields
+
 from .buffers import Rollout, program_mask, sample_programs, token_log_probs
 from .common import (clip_grad_norm_per_member, generator_states, load_generator_states, masked_mean,
                      member_generators)
@@ -58,10 +60,7 @@ class PGConfig:
     """The policy network (PQT: LSTM 2x35, embedding 10)."""
 
     def __post_init__(self) -> None:
-        for name in ("batch_size", "queue_size", "queue_samples"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        require_positive_int_fields(self, "batch_size", "queue_size", "queue_samples")
         if not 0.0 <= self.baseline_decay < 1.0:
             raise ValueError(f"baseline_decay must be in [0, 1), got {self.baseline_decay!r}")
         if self.learning_rate <= 0 or self.max_grad_norm <= 0:

@@ -23,6 +23,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from synthenv.checks import require_positive_int_fields
 from synthenv.language import VOCAB_SIZE
 from synthenv.registry import unknown_name_message
 
@@ -45,10 +46,7 @@ class PolicyConfig:
     def __post_init__(self) -> None:
         if self.kind not in ("lstm", "transformer"):
             raise ValueError(unknown_name_message("policy kind", self.kind, ["lstm", "transformer"]))
-        for name in ("hidden", "layers", "embedding", "heads"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"policy {name} must be a positive int, got {value!r}")
+        require_positive_int_fields(self, "hidden", "layers", "embedding", "heads", prefix="policy ")
         if self.kind == "transformer" and self.hidden % self.heads:
             raise ValueError(f"transformer hidden={self.hidden} must be a multiple of heads={self.heads}")
 

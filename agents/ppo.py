@@ -23,6 +23,7 @@ from typing import Literal
 
 import torch
 
+from synthenv.checks import require_positive_int_fields
 from synthenv.language import VOCAB_SIZE
 
 from .buffers import Rollout, compute_gae, program_mask, sample_programs, terminal_rewards, token_log_probs
@@ -83,10 +84,7 @@ class PPOConfig:
     """The policy network (default: PQT's LSTM 2x35, embedding 10)."""
 
     def __post_init__(self) -> None:
-        for name in ("batch_size", "update_epochs", "num_minibatches"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        require_positive_int_fields(self, "batch_size", "update_epochs", "num_minibatches")
         if self.batch_size % self.num_minibatches:
             raise ValueError(f"num_minibatches={self.num_minibatches} must divide batch_size={self.batch_size}")
         if not isinstance(self.queue_size, int) or self.queue_size < 0:
@@ -95,9 +93,7 @@ class PPOConfig:
             raise ValueError(f"risk_quantile must be in [0, 1), got {self.risk_quantile!r}")
         if not 0.0 <= self.seed_prob <= 1.0:
             raise ValueError(f"seed_prob must be in [0, 1], got {self.seed_prob!r}")
-        for name in ("seed_edits", "seed_window"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
+        require_positive_int_fields(self, "seed_edits", "seed_window")
         if self.seed_prob and not self.queue_size:
             raise ValueError("seed_prob > 0 seeds programs from the queue: set queue_size > 0")
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from synthenv.checks import require_positive_int_fields
 from synthenv.language import VOCAB_SIZE
 
 from .common import generator_states, load_generator_states, member_generators
@@ -123,8 +124,7 @@ class RandomConfig:
     """Programs drawn per member per step (only the NPE granularity)."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
+        require_positive_int_fields(self, "batch_size")
 
 
 class RandomSearch:

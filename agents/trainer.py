@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from synthenv.checks import require_positive_int_fields
 from synthenv.env import SynthVecEnv
 from synthenv.language import decode_batch
 
@@ -89,10 +90,7 @@ class TrainConfig:
         object.__setattr__(self, "seeds", seeds)
         if self.iterations is None:
             object.__setattr__(self, "iterations", 2 if self.algo == "ppo" else 1)
-        for name in ("max_len", "iterations", "log_every", "checkpoint_every"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        require_positive_int_fields(self, "max_len", "iterations", "log_every", "checkpoint_every")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from synthenv import language as lang
+from synthenv.checks import require_positive_int
 from synthenv.ir import Program
 
 from . import traditional
@@ -134,9 +135,8 @@ class NeuralCompiler:
 
     def __init__(self, weights: str | Path | None = None, max_scores: int = 2**26, sync_width: bool = False,
                  bucket: int = 256):
-        for name, value in (("max_scores", max_scores), ("bucket", bucket)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        require_positive_int("max_scores", max_scores)
+        require_positive_int("bucket", bucket)
         self.weights = Path(weights) if weights is not None else WEIGHTS_PATH
         self.max_scores = max_scores
         self.sync_width = sync_width

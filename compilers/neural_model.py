@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from synthenv import language as lang
+from synthenv.checks import require_positive_int_fields
 
 NUM_CLASSES = 8  # traditional.NONE ... traditional.UNMATCHED
 BACKWARD, FORWARD = 0, 1  # the two heads
@@ -57,10 +58,7 @@ class ModelConfig:
     """Width of the MLP's hidden layer."""
 
     def __post_init__(self):
-        for name in ("dim", "head_dim", "hidden"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        require_positive_int_fields(self, "dim", "head_dim", "hidden")
 
 
 @dataclass(frozen=True)

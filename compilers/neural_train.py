@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from synthenv import language as lang
+from synthenv.checks import require_positive_int_fields
 from synthenv import workloads
 
 from . import traditional
@@ -54,10 +55,7 @@ class TrainConfig:
     """CPU threads during training (fixed, so that the result is reproducible)."""
 
     def __post_init__(self):
-        for name in ("steps", "batch_size", "length", "threads"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        require_positive_int_fields(self, "steps", "batch_size", "length", "threads")
         if not 0.0 <= self.truncate_prob <= 1.0:
             raise ValueError(f"truncate_prob must be in [0, 1], got {self.truncate_prob!r}")
         if self.lr <= 0:
