@@ -45,18 +45,20 @@ class Registry(Generic[T]):
         if self._cache is not None:
             self._cache.pop(name, None)
 
-    def unregister(self, name: str) -> None:
-        """Remove ``name``; an unknown name raises ``UnknownNameError``."""
+    def _require(self, name: str) -> None:
         if name not in self._factories:
             raise UnknownNameError(unknown_name_message(self.kind, name, self.names()))
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name``; an unknown name raises ``UnknownNameError``."""
+        self._require(name)
         del self._factories[name]
         if self._cache is not None:
             self._cache.pop(name, None)
 
     def get(self, name: str) -> T:
         """The entry registered as ``name``; an unknown name raises ``UnknownNameError``."""
-        if name not in self._factories:
-            raise UnknownNameError(unknown_name_message(self.kind, name, self.names()))
+        self._require(name)
         if self._cache is None:
             return self._factories[name]()
         if name not in self._cache:
