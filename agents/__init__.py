@@ -3,7 +3,10 @@
 Algorithms register by name (one registry shape, STYLE §2); each takes its config, the seeds
 of the S members it trains at once, ``max_len`` and the device:
 
-- ``ppo``: PPO over token decisions with a self-imitation queue (``agents.ppo``).
+- ``ppo``: the default agent, self-improving PPO that explores variants of its best programs
+  (neural-guided evolution, ``agents.ppo``).
+- ``mutation``: elitist mutation search, the plain baseline a learning agent must clear
+  (``agents.mutation``).
 - ``pqt``, ``pg-pqt``, ``reinforce``: the PQT paper's policy-gradient family (``agents.pg``).
 - ``ga``, ``random``: the PQT paper's search baselines (``agents.search``).
 
@@ -12,7 +15,7 @@ Stable-Baselines3 with ``agents.sb3``.
 
 >>> from synthenv import agents
 >>> agents.names()
-['ppo', 'pqt', 'pg-pqt', 'reinforce', 'ga', 'random']
+['ppo', 'mutation', 'pqt', 'pg-pqt', 'reinforce', 'ga', 'random']
 >>> agents.default_config("pqt").queue_weight
 200.0
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 from synthenv.registry import Registry
 
+from .mutation import MutationConfig, MutationSearch
 from .pg import PRESETS, PGConfig, PolicyGradient
 from .policies import PolicyConfig
 from .ppo import PPO, PPOConfig
@@ -28,6 +32,7 @@ from .search import GAConfig, GeneticAlgorithm, RandomConfig, RandomSearch
 
 _registry: Registry[tuple] = Registry("algorithm")
 _registry.register("ppo", lambda: (PPOConfig(), PPO))
+_registry.register("mutation", lambda: (MutationConfig(), MutationSearch))
 for _name in ("pqt", "pg-pqt", "reinforce"):
     _registry.register(_name, lambda _name=_name: (PRESETS[_name], PolicyGradient))
 _registry.register("ga", lambda: (GAConfig(), GeneticAlgorithm))
@@ -56,4 +61,4 @@ def make(algo: str, config, seeds: tuple[int, ...], max_len: int, device):
 from .trainer import RunResult, TrainConfig, Trainer, train  # noqa: E402  (needs the registry above)
 
 __all__ = ["names", "default_config", "make", "train", "TrainConfig", "Trainer", "RunResult", "PPOConfig",
-           "PGConfig", "GAConfig", "RandomConfig", "PolicyConfig", "PRESETS"]
+           "PGConfig", "GAConfig", "RandomConfig", "MutationConfig", "PolicyConfig", "PRESETS"]

@@ -14,22 +14,24 @@ import torch
 
 from synthenv.language import EOS, Status
 
+from .feedback import Feedback
+
 
 class Algorithm(Protocol):
     """One synthesis algorithm, batched over S members.
 
     Each training step the loop asks for programs (``propose``), executes them in the env and
-    hands back their rewards (``learn``). All tensors stay on the env's device.
+    hands back what the env reported (``learn``). All tensors stay on the env's device.
     """
 
     programs_per_step: int
     """B: programs each member proposes per step (its env slice is B wide)."""
 
-    def propose(self, rounds: torch.Tensor) -> torch.Tensor:
-        """``rounds [S, B]`` (the env's round in its episode) -> programs ``[S, B, L]`` int64."""
+    def propose(self) -> torch.Tensor:
+        """The next programs: ``[S, B, L]`` int64, EOS-padded."""
 
-    def learn(self, tokens: torch.Tensor, rewards: torch.Tensor, solved: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Update from the programs' ``rewards [S, B]``; returns loss statistics, each ``[S]``."""
+    def learn(self, feedback: Feedback) -> dict[str, torch.Tensor]:
+        """Update from the env's report on the proposed programs; returns statistics, each ``[S]``."""
 
     def new_programs(self, step: int) -> int:
         """How many of step ``step``'s B programs count towards NPE (replays do not)."""
@@ -55,7 +57,7 @@ def load_generator_states(generators: list[torch.Generator], states: list[torch.
         raise ValueError(f"checkpoint has {len(states)} members, this run has {len(generators)}; resume with the "
                          "same seeds")
     for generator, state in zip(generators, states):
-        generator.set_state(state.cpu() if generator.device.type == "cpu" else state)
+        generator.set_state(state.to("cpu", torch.uint8))  # a generator's state is a CPU byte tensor, any device
 
 
 def clip_grad_norm_per_member(parameters: list[torch.nn.Parameter], max_norm: float) -> torch.Tensor:

@@ -1,16 +1,22 @@
-"""TensorBoard logs (one run directory per seed) and the tqdm progress bar of a training job.
+"""TensorBoard logs (one run directory per seed) and the progress bar of a training job.
 
-Tags follow STYLE §18: ``charts/`` (episodic_return, success_rate, programs_per_s), ``losses/``
-(policy_loss, value_loss, entropy, approx_kl, clipfrac, queue_loss), ``programs/``
-(step_limit_rate, mean_length, best_program as text); the hyperparameters are a markdown
-table under ``hyperparameters``. The x axis is the seed's NPE.
+Tags follow STYLE §18: ``charts/`` (episodic_return, success_rate, programs_per_s, best_reward,
+learning_rate), ``losses/`` (policy_loss, value_loss, entropy, approx_kl, old_approx_kl,
+clipfrac, explained_variance, queue_loss, grad_norm), ``programs/`` (step_limit_rate,
+mean_length, queue_best, queue_worst, best_program as text), ``verify/`` (the hybrid backend's
+audit). The x axis is the seed's NPE. The run's settings go to TensorBoard's HPARAMS dashboard
+(with the final ``hparams/solved``, ``hparams/npe``, ``hparams/seconds`` and
+``hparams/best_reward``) and, as a markdown table, to the text tab.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import torch
+
+from synthenv.language import decode_batch
 
 
 def run_dir_name(task: str, algo: str, seed: int, unix_time: int) -> str:
@@ -22,9 +28,10 @@ def run_dir_name(task: str, algo: str, seed: int, unix_time: int) -> str:
     return f"{task}__{algo}__{seed}__{unix_time}"
 
 
-def hyperparameter_table(config) -> str:
-    """A markdown table of the run's settings, the algorithm's fields flattened in."""
+def hyperparameters(config) -> dict[str, object]:
+    """The run's settings, the algorithm's fields flattened in (``policy.hidden`` etc.)."""
     rows = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name != "algo_config"}
+    rows["seeds"] = ",".join(str(s) for s in config.seeds)
     algo_config = config.algo_config
     if algo_config is None:
         from . import default_config
@@ -35,13 +42,27 @@ def hyperparameter_table(config) -> str:
             rows.update({f"{key}.{k}": v for k, v in value.items()})
         else:
             rows[key] = value
+    return rows
+
+
+def hyperparameter_table(config) -> str:
+    """A markdown table of ``hyperparameters(config)``."""
+    rows = hyperparameters(config)
     return "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in rows.items())
+
+
+FINAL_METRICS = ("hparams/solved", "hparams/npe", "hparams/seconds", "hparams/best_reward")
+
+
+def _hparam_value(value: object) -> object:
+    """What the HPARAMS plugin accepts: numbers, strings and bools (None and tuples as text)."""
+    return value if isinstance(value, (int, float, str, bool)) else str(value)
 
 
 class RunLogger:
     """Accumulates per-member statistics on the device; writes them out at sync points."""
 
-    def __init__(self, config, run_dirs: list[str | None], npe_start: int):
+    def __init__(self, config, task_name: str, run_dirs: list[str | None], trainer):
         self.config = config
         self.writers = []
         self.sums: dict[str, torch.Tensor] = {}
@@ -49,70 +70,110 @@ class RunLogger:
         self.logging = [True] * len(run_dirs)  # members whose runs are still being logged
         if config.log_dir is not None:
             from torch.utils.tensorboard import SummaryWriter
+            from torch.utils.tensorboard.summary import hparams
 
+            params = {key: _hparam_value(value) for key, value in hyperparameters(config).items()}
+            experiment, start, _ = hparams(params, {name: 0.0 for name in FINAL_METRICS})
             table = hyperparameter_table(config)
             for run_dir in run_dirs:
                 writer = SummaryWriter(run_dir)
                 writer.add_text("hyperparameters", table)
+                for summary in (experiment, start):
+                    writer.file_writer.add_summary(summary)
                 self.writers.append(writer)
         self.bar = None
         if config.progress:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=config.npe, initial=npe_start, unit="prog", dynamic_ncols=True,
-                            desc=f"{config.task} {config.algo}")
-        self.shown = npe_start
+            self.bar = tqdm(total=100, unit="%", dynamic_ncols=True, desc=f"{task_name} {config.algo}",
+                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}")
+        self._last = (time.perf_counter(), trainer.programs_executed)
 
-    def accumulate(self, stats: dict[str, torch.Tensor], active: torch.Tensor) -> None:
-        """Add one step's ``[S]`` statistics for the members that were running (device only).
+    def accumulate(self, stats: dict[str, torch.Tensor], running: torch.Tensor) -> None:
+        """Add one step's ``[S]`` statistics for the members that were running during it (device only).
 
         ``losses/`` entries count only where ``stats["_learned"]`` (``[S]``, optional) is nonzero:
-        a step whose programs held no policy decisions (all seeded) has no losses to average.
+        a step without a policy update has no losses to average.
         """
         stats = dict(stats)
-        weight = active.float()
+        weight = running.float()
         learned = weight * stats.pop("_learned", torch.ones_like(weight)).float()
         for key, value in stats.items():
             w = learned if key.startswith("losses/") else weight
-            self.sums[key] = self.sums.get(key, 0.0) + value.float() * w
-            self.counts[key] = self.counts.get(key, 0.0) + w
+            value = value.float()
+            finite = torch.isfinite(value)
+            self.sums[key] = self.sums.get(key, 0.0) + torch.where(finite, value, 0.0) * w
+            self.counts[key] = self.counts.get(key, 0.0) + w * finite
 
     def log(self, trainer, active: list[bool], final: bool) -> None:
-        """Write the means since the last call. # sync point (reads statistics back)."""
+        """Write the means since the last call; update the progress bar. # sync point."""
+        now, executed = time.perf_counter(), trainer.programs_executed
+        window = now - self._last[0]
+        rate = (executed - self._last[1]) / window if window > 0 else 0.0  # programs/s since the last log
+        self._last = (now, executed)
         npe = trainer.npe.tolist()  # sync point
-        speed = trainer.programs_executed / trainer.elapsed if trainer.elapsed else 0.0
         best = trainer.best_rewards.tolist()
         if self.writers and self.counts:
-            counts = {key: value.tolist() for key, value in self.counts.items()}
-            means = {key: (value / self.counts[key].clamp(min=1.0)).tolist() for key, value in self.sums.items()}
-            programs = None
-            for i, writer in enumerate(self.writers):
-                if not self.logging[i]:
-                    continue
-                for key, values in means.items():
-                    if counts[key][i] > 0:
-                        writer.add_scalar(key, values[i], npe[i])
-                if counts["charts/episodic_return"][i] > 0:
-                    writer.add_scalar("charts/programs_per_s", speed, npe[i])
-                    writer.add_scalar("charts/best_reward", best[i], npe[i])
-                if programs is None:
-                    from synthenv.language import decode_batch
-
-                    programs = decode_batch(trainer.best_tokens)
-                writer.add_text("programs/best_program", f"`{programs[i]}` (reward {best[i]:.4f})", npe[i])
-                writer.flush()
-                self.logging[i] = active[i] and not final
+            self._write(trainer, npe, best, rate, active, final)
         self.sums, self.counts = {}, {}
         if self.bar is not None:
-            done = trainer.npe_done
-            self.bar.update(max(0, min(done, self.config.npe) - self.shown))
-            self.shown = max(self.shown, min(done, self.config.npe))
-            solved = sum(1 for n in trainer.solved_npe.tolist() if n >= 0)
-            self.bar.set_postfix({"prog/s": f"{speed:.0f}", "best": f"{max(best):.3f}",
-                                  "solved": f"{solved}/{len(best)}"}, refresh=True)
+            self._show(trainer, best, rate)
+
+    def _write(self, trainer, npe: list[int], best: list[float], rate: float, active: list[bool],
+               final: bool) -> None:
+        counts = {key: value.tolist() for key, value in self.counts.items()}
+        means = {key: (value / self.counts[key].clamp(min=1.0)).tolist() for key, value in self.sums.items()}
+        programs = decode_batch(trainer.best_tokens)
+        seconds = trainer.solve_seconds() if final else None
+        for i, writer in enumerate(self.writers):
+            if not self.logging[i]:
+                continue
+            for key, values in means.items():
+                if counts[key][i] > 0:
+                    writer.add_scalar(key, values[i], npe[i])
+            writer.add_scalar("charts/programs_per_s", rate, npe[i])
+            writer.add_scalar("charts/best_reward", best[i], npe[i])
+            writer.add_text("programs/best_program", f"`{programs[i]}` (reward {best[i]:.4f})", npe[i])
+            if final:
+                solved = trainer.solved_npe[i].item() >= 0  # sync point: the end of the run
+                finals = (float(solved), float(npe[i]),
+                          seconds[i] if seconds[i] is not None else trainer.elapsed, best[i])
+                for name, value in zip(FINAL_METRICS, finals):
+                    writer.add_scalar(name, value, npe[i])
+                from torch.utils.tensorboard.summary import hparams
+
+                writer.file_writer.add_summary(hparams({}, {})[2])  # session end
+            writer.flush()
+            self.logging[i] = active[i] and not final
+
+    def _show(self, trainer, best: list[float], rate: float) -> None:
+        """The bar shows the budget that binds: the larger of the NPE and time fractions."""
+        config = self.config
+        npe_part = min(1.0, trainer.npe_done / config.npe)
+        time_part = min(1.0, trainer.elapsed / config.seconds) if config.seconds else 0.0
+        if time_part >= npe_part:
+            budget = f"time {trainer.elapsed:.0f}/{config.seconds:.0f} s"
+        else:
+            budget = f"NPE {_short(trainer.npe_done)}/{_short(config.npe)}"
+        solved = sum(1 for n in trainer.solved_npe.tolist() if n >= 0)
+        self.bar.n = round(100 * max(npe_part, time_part), 1)
+        self.bar.set_postfix_str(f"{budget}, {rate:,.0f} prog/s, best {max(best):.3f}, solved {solved}/{len(best)}",
+                                 refresh=True)
 
     def close(self) -> None:
         for writer in self.writers:
             writer.close()
         if self.bar is not None:
             self.bar.close()
+
+
+def _short(count: int) -> str:
+    """``12_345_678 -> '12.3M'``.
+
+    >>> _short(950), _short(12_345), _short(20_000_000)
+    ('950', '12.3k', '20M')
+    """
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if count >= size:
+            return f"{count / size:.3g}{unit}"
+    return str(count)

@@ -26,6 +26,7 @@ from synthenv.checks import require_positive_int_fields
 from .buffers import Rollout, program_mask, sample_programs, token_log_probs
 from .common import (clip_grad_norm_per_member, generator_states, load_generator_states, masked_mean,
                      member_generators)
+from .feedback import Feedback
 from .policies import PolicyConfig, make_policy
 from .priority_queue import ProgramQueue
 
@@ -79,8 +80,8 @@ class PolicyGradient:
     """REINFORCE with an EMA baseline plus PQT's queue term, for S members at once.
 
     >>> learner = PolicyGradient(PRESETS["pqt"], seeds=(0, 1), max_len=8, device=torch.device("cpu"))
-    >>> tokens = learner.propose(torch.zeros((2, 64), dtype=torch.int64))
-    >>> stats = learner.learn(tokens, torch.rand(2, 64), torch.zeros((2, 64), dtype=torch.bool))
+    >>> tokens = learner.propose()
+    >>> stats = learner.update(tokens, torch.rand(2, 64))
     >>> tuple(tokens.shape), tuple(stats["losses/policy_loss"].shape)
     ((2, 64, 8), (2,))
     """
@@ -97,7 +98,7 @@ class PolicyGradient:
         self.queue = ProgramQueue(s, config.queue_size, max_len, device)
         self.rollout = Rollout.allocate(s, config.batch_size, max_len, device)
 
-    def propose(self, rounds: torch.Tensor) -> torch.Tensor:
+    def propose(self) -> torch.Tensor:
         sample_programs(self.policy, self.config.batch_size, self.max_len, self.generators, self.config.allow_eos,
                         out=self.rollout)
         return self.rollout.tokens
@@ -105,7 +106,11 @@ class PolicyGradient:
     def new_programs(self, step: int) -> int:
         return self.config.batch_size
 
-    def learn(self, tokens: torch.Tensor, rewards: torch.Tensor, solved: torch.Tensor) -> dict[str, torch.Tensor]:
+    def learn(self, feedback: Feedback) -> dict[str, torch.Tensor]:
+        return self.update(feedback.tokens, feedback.rewards)
+
+    def update(self, tokens: torch.Tensor, rewards: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One PQT-paper update from programs ``tokens [S, B, L]`` and their ``rewards [S, B]``."""
         config = self.config
         best = rewards.argmax(1)  # [S]: PQT pushes only the batch's best program
         self.queue.push(tokens.gather(1, best[:, None, None].expand(-1, 1, tokens.shape[2])),

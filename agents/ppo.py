@@ -1,300 +1,348 @@
-"""PPO over the token decisions of program mode, with self-improvement, batched over S members.
+"""synthenv's default agent: self-improving PPO that explores variants of its best programs.
 
-The policy writes whole programs autoregressively; each token is a decision and the env's
-program reward arrives after the last one. Per step (one batch of B programs per member):
-sample (Gumbel-max, on the device), execute in the env, compute GAE over token positions, then
-``update_epochs`` epochs of clipped-objective minibatch updates with a value head and an
-entropy bonus (CleanRL's recipe, per-token means).
+Neural-guided evolution at the env's speed, batched over S members (seeds). Each member keeps G
+islands of its best programs (``agents.islands``); each step (a *generation*) every island
+breeds C children, so one env call runs S x G x C programs:
 
-Self-improvement (PQT's idea, kept inside PPO): a unique top-K queue of each member's best
-programs, refreshed with every batch; every minibatch the policy also maximises the
-log-likelihood of all queued programs (weight ``queue_coef``). In program mode with several
-iterations, programs of round >= 2 are seeded from the queue (``seed_prob``): a queued program is
-copied except in one or two short windows where the policy writes new tokens (an edit: insertion,
-substitution or deletion). Copied tokens are not decisions; the window tokens are, and PPO learns
-from them like from any other token. No host synchronisation anywhere in a step.
+- most children are *random variants* of the island's programs: 1 .. ``max_edits`` point
+  substitutions, insertions or deletions (``agents.variation``);
+- ``splice_fraction`` are *crossovers*: a piece of a queued program (the member's best across
+  islands) or of an island-mate spliced into the parent;
+- ``policy_fraction`` are *policy variants*: the edit policy (``agents.editor``) reads the parent
+  and its per-case test feedback (which cases fail, by too little or too much output...) in one
+  pass and writes the edits.
+
+Islands keep their best unique programs and restart from fresh programs when they stall
+(``patience``), so one stuck search becomes many short independent ones.
+
+The policy learns from the population every ``update_every`` generations, by PPO: the clipped
+surrogate on its own variants, with advantage = the child's reward minus its parent's
+(normalised per member, or risk-seeking on the top ``risk_quantile``); by PQT-style imitation of
+a queue of the best *improving* edits found so far, random or its own (a child that beat its
+parent, ranked by the child's reward): the policy learns to make the edits that paid off; and
+with an entropy bonus against early commitment. TensorBoard shows whether it helps: the rate at
+which policy variants improve on their parent beside the rate of random variants
+(``charts/improve_rate_policy`` and ``charts/improve_rate_random``).
+
+The ablation switches (``policy_fraction=0``, ``pg_weight=0``, ``queue_weight=0``,
+``feedback=False``, ``splice_fraction=0``, ``restarts=False``, ``islands=1``) turn each
+ingredient off; BENCHMARKS.md measures each. No host synchronisation anywhere in a step.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Literal
 
 import torch
 
 from synthenv.checks import require_positive_int_fields
-from synthenv.language import VOCAB_SIZE
 
-from .buffers import Rollout, compute_gae, program_mask, sample_programs, terminal_rewards, token_log_probs
-from .common import (clip_grad_norm_per_member, generator_states, load_generator_states, masked_mean,
-                     member_generators)
-from .policies import PolicyConfig, make_policy
+from .common import clip_grad_norm_per_member, generator_states, load_generator_states, masked_mean, member_generators
+from .editor import EditLogits, EditorConfig, EditPolicy, edit_entropy, edit_log_probs
+from .feedback import NUM_FEATURES, Feedback
+from .islands import EMPTY, Islands
+from .losses import clipped_policy_loss, normalize_advantages, risk_seeking_advantages
 from .priority_queue import ProgramQueue
+from .variation import Edits, apply_edits, member_uniform, random_edits, random_programs, splice
+
+_EDIT_FIELDS = ("positions", "kinds", "tokens", "active")
 
 
 @dataclass(frozen=True)
 class PPOConfig:
-    """Hyperparameters of synthenv's PPO agent."""
+    """Hyperparameters of the default agent (see the module docstring)."""
 
-    batch_size: int = 64
-    """Programs sampled per member per update (the env slice of each member)."""
-    learning_rate: float = 5e-4
-    """Adam step size."""
+    batch_size: int = 2048
+    """Programs per member per step: the children of one generation (islands x children per island)."""
+    islands: int = 16
+    """G, independent sub-populations per member (must divide batch_size)."""
+    island_size: int = 32
+    """M, programs kept per island (parents of its next children)."""
+    patience: int = 100
+    """Generations without improvement after which an island restarts from fresh programs."""
+    restarts: bool = True
+    """Restart stalled islands (False: islands run on, however long they stall)."""
+    initial_length: int = 20
+    """Fresh programs (the start, restarts) are uniform random programs of 1 .. initial_length commands."""
+    max_edits: int = 3
+    """A variant makes 1 .. max_edits point edits (random variants: uniform; policy: learned)."""
+    splice_fraction: float = 0.1
+    """Share of each generation made by crossover (a splice of a queued program or an island-mate)."""
+    policy_fraction: float = 0.125
+    """Share of each generation written by the edit policy (0: random variants only, no learning)."""
+    queue_size: int = 64
+    """K, best unique programs (crossover mates) and best improving edits (imitation) kept per member."""
+    learning_rate: float = 3e-3
+    """Adam step size of the edit policy."""
+    update_every: int = 4
+    """Generations between policy updates (each update learns from all of them)."""
+    update_batch: int = 256
+    """Policy variants per member each update learns from (drawn from the buffered generations)."""
     update_epochs: int = 2
-    """Passes over each batch."""
-    num_minibatches: int = 1
-    """Minibatches per epoch (must divide batch_size)."""
-    gamma: float = 1.0
-    """Discount over token positions (1: the program reward is what counts)."""
-    gae_lambda: float = 0.95
-    """GAE lambda over token positions."""
+    """PPO epochs per update (each over the whole update batch)."""
     clip_coef: float = 0.2
-    """PPO ratio clip (also clips the value update)."""
-    ent_coef: float = 0.01
-    """Entropy bonus weight (per-token mean entropy)."""
-    vf_coef: float = 0.5
-    """Value loss weight."""
-    max_grad_norm: float = 0.5
-    """Global gradient-norm clip, per member."""
-    norm_adv: bool = True
-    """Normalise advantages per member and minibatch."""
+    """PPO ratio clip."""
+    pg_weight: float = 1.0
+    """Weight of PPO's clipped surrogate (0: imitation only)."""
+    queue_weight: float = 1.0
+    """Weight of the imitation of the queue's improving edits (0: PPO only)."""
+    entropy_coef: float = 0.01
+    """Entropy bonus weight (per edit)."""
     risk_quantile: float = 0.0
-    """Risk-seeking policy gradient (Petersen et al., 2021): train only on each batch's top
-    ``risk_quantile`` fraction of programs, with advantage ``R - R_q`` (the quantile as baseline),
-    which targets the best program rather than the average one. 0: off (GAE with the value head)."""
-    queue_size: int = 16
-    """K, best unique programs kept for self-imitation (0 disables the queue)."""
-    queue_coef: float = 0.5
-    """Weight of the queue imitation term (per-token mean negative log-likelihood)."""
-    seed_prob: float = 0.5
-    """Program mode with several iterations: probability that a program of round >= 2 is written as
-    an edit of a queued program (0: never; with ``iterations=1`` there is no round 2)."""
-    seed_writer: Literal["policy", "random"] = "policy"
-    """Who writes the seeding windows: the policy (decisions PPO learns from) or uniform random
-    commands (a mutation: the whole seeded program is forced, only the queue learns from it)."""
-    seed_edits: int = 2
-    """Seeding: at most this many windows per seeded program (1 or more, drawn uniformly)."""
-    seed_window: int = 3
-    """Seeding: each window lets the policy write 1 .. seed_window tokens in place of 0 .. seed_window + 1
-    tokens of the queued program (substitution, insertion or deletion)."""
-    allow_eos: bool = True
-    """Let the policy end programs with EOS (False: exactly max_len tokens, PQT's setting)."""
-    policy: PolicyConfig = field(default_factory=PolicyConfig)
-    """The policy network (default: PQT's LSTM 2x35, embedding 10)."""
+    """Risk-seeking policy gradient (DSO, Petersen et al. 2021): learn only from the top
+    risk_quantile of each batch's improvements, with that quantile as the baseline (0: all, normalised)."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip, per member."""
+    feedback: bool = True
+    """Condition the policy on the parent's per-case test feedback (False: it sees the program only)."""
+    editor: EditorConfig = field(default_factory=EditorConfig)
+    """The edit policy's architecture (its ``max_edits`` is this config's)."""
 
     def __post_init__(self) -> None:
-        require_positive_int_fields(self, "batch_size", "update_epochs", "num_minibatches")
-        if self.batch_size % self.num_minibatches:
-            raise ValueError(f"num_minibatches={self.num_minibatches} must divide batch_size={self.batch_size}")
-        if not isinstance(self.queue_size, int) or self.queue_size < 0:
-            raise ValueError(f"queue_size must be an int >= 0, got {self.queue_size!r}")
+        require_positive_int_fields(self, "batch_size", "islands", "island_size", "patience", "initial_length",
+                                    "max_edits", "queue_size", "update_every", "update_batch", "update_epochs")
+        if self.batch_size % self.islands:
+            raise ValueError(f"islands={self.islands} must divide batch_size={self.batch_size} (children per island)")
+        for name in ("splice_fraction", "policy_fraction"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        if self.splice_fraction + self.policy_fraction > 1.0:
+            raise ValueError(f"splice_fraction + policy_fraction must be <= 1, got {self.splice_fraction} + "
+                             f"{self.policy_fraction}")
         if not 0.0 <= self.risk_quantile < 1.0:
             raise ValueError(f"risk_quantile must be in [0, 1), got {self.risk_quantile!r}")
-        if not 0.0 <= self.seed_prob <= 1.0:
-            raise ValueError(f"seed_prob must be in [0, 1], got {self.seed_prob!r}")
-        require_positive_int_fields(self, "seed_edits", "seed_window")
-        if self.seed_prob and not self.queue_size:
-            raise ValueError("seed_prob > 0 seeds programs from the queue: set queue_size > 0")
+        for name in ("learning_rate", "max_grad_norm", "clip_coef"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        for name in ("pg_weight", "queue_weight", "entropy_coef"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.editor.max_edits != self.max_edits:
+            object.__setattr__(self, "editor", dataclasses.replace(self.editor, max_edits=self.max_edits))
+
+    @property
+    def children_per_island(self) -> int:
+        return self.batch_size // self.islands
+
+    @property
+    def policy_children(self) -> int:
+        """Policy variants per island per generation."""
+        return round(self.children_per_island * self.policy_fraction)
+
+    @property
+    def splice_children(self) -> int:
+        """Crossovers per island per generation."""
+        return round(self.children_per_island * self.splice_fraction)
 
 
-def edit_plan(sources: torch.Tensor, draws: torch.Tensor, max_edits: int, max_window: int,
-              allow_eos: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Turn programs into edit templates: forced tokens copied from ``sources [S, B, L]`` around up
-    to two windows where the policy writes (the only decisions of a seeded program).
-
-    A window at cut c of width w that consumes k source tokens (k in w-1, w, w+1: insertion,
-    substitution, deletion) maps output position t to source position t (t < c), to a decision
-    (c <= t < c + w) or to t - w + k. With two windows the maps compose. A source position past
-    the program's end copies its EOS (the edit ends where the source ended); past ``L`` it is a
-    decision if EOS is not allowed. ``draws [S, B, 7]`` are uniform numbers in [0, 1).
-
-    Returns:
-        ``(forced [S, B, L] int64, forced_mask [S, B, L] bool)``.
-
-    >>> forced, mask = edit_plan(torch.tensor([[[1, 2, 3, 4, 0, 0]]]), torch.tensor([[[0.0, 0.3, 0.0, 0.5,
-    ...                          0.0, 0.0, 0.0]]]), max_edits=1, max_window=1, allow_eos=True)
-    >>> torch.where(mask, forced, -1).tolist()  # the policy writes one token in place of token 1
-    [[[1, -1, 3, 4, 0, 0]]]
-    """
-    length = sources.shape[-1]
-    n = torch.cumprod(sources != 0, dim=-1).sum(-1, keepdim=True)  # [S, B, 1] tokens before EOS
-    t = torch.arange(length, device=sources.device)  # [L]
-
-    def window(cut_draw, width_draw, consume_draw, active):
-        cut = (cut_draw[..., None] * (n + 1)).long().clamp(max=length)  # [S, B, 1] in [0, n]
-        width = 1 + (width_draw[..., None] * max_window).long()  # [S, B, 1] in [1, max_window]
-        consume = (width - 1 + (consume_draw[..., None] * 3).long()).clamp(min=0)  # w-1, w or w+1
-        width, consume = width * active[..., None], consume * active[..., None]  # inactive: identity
-        return torch.where(t < cut, t, torch.where(t < cut + width, -1, t - width + consume))  # [S, B, L]
-
-    edits = 1 + (draws[..., 0] * max_edits).long().clamp(max=max_edits - 1)  # [S, B] in [1, max_edits]
-    first = window(draws[..., 1], draws[..., 2], draws[..., 3], torch.ones_like(edits))
-    second = window(draws[..., 4], draws[..., 5], draws[..., 6], (edits >= 2).long())
-    source = torch.where(second < 0, -1, first.gather(-1, second.clamp(0, length - 1)))
-    source = torch.where((second >= length) & (second >= 0), length, source)  # [S, B, L]
-    inside = source < length
-    forced = torch.where(inside, sources.gather(-1, source.clamp(0, length - 1)), 0)
-    forced_mask = (source >= 0) & (inside | allow_eos)
-    return forced, forced_mask
+def _slice_logits(logits: EditLogits, part: slice) -> EditLogits:
+    return EditLogits(*(getattr(logits, f.name)[:, part] for f in dataclasses.fields(EditLogits)))
 
 
-def normalize_advantages(advantages: torch.Tensor, mask: torch.Tensor, center: bool = True) -> torch.Tensor:
-    """Unit variance (and zero mean if ``center``) per member over the masked entries of ``advantages [S, ...]``."""
-    shape = (-1,) + (1,) * (advantages.dim() - 1)
-    mean = masked_mean(advantages, mask).view(shape)
-    std = masked_mean((advantages - mean) ** 2, mask).sqrt().view(shape)
-    return ((advantages - mean) if center else advantages) / (std + 1e-8)
-
-
-def risk_seeking_advantages(rewards: torch.Tensor, mask: torch.Tensor,
-                            quantile: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Advantages ``R - R_q`` on the programs at or above the batch's ``1 - quantile`` reward
-    quantile, per member; the mask drops every other program. ``rewards [S, B]``, ``mask [S, B, L]``.
-
-    >>> adv, mask = risk_seeking_advantages(torch.tensor([[0.0, 1.0, 2.0, 3.0]]),
-    ...                                     torch.ones((1, 4, 1), dtype=torch.bool), 0.5)
-    >>> adv[..., 0].tolist(), mask[..., 0].tolist()
-    ([[0.0, 0.0, 0.5, 1.5]], [[False, False, True, True]])
-    """
-    threshold = torch.quantile(rewards, 1.0 - quantile, dim=1, keepdim=True)  # [S, 1]
-    elite = rewards >= threshold  # [S, B]
-    mask = mask & elite[..., None]
-    return torch.where(mask, (rewards - threshold)[..., None], 0.0), mask
-
-
-def clipped_policy_loss(advantages: torch.Tensor, ratio: torch.Tensor, mask: torch.Tensor,
-                        clip_coef: float) -> torch.Tensor:
-    """PPO's clipped surrogate, ``mean(max(-A r, -A clip(r, 1 - c, 1 + c)))`` per member: ``[S]``.
-
-    >>> loss = clipped_policy_loss(torch.tensor([[1.0, -1.0]]), torch.tensor([[1.5, 1.5]]),
-    ...                            torch.tensor([[True, True]]), 0.2)
-    >>> round(loss.item(), 6)  # (-1.2 + 1.5) / 2: the gain is clipped, the loss is not
-    0.15
-    """
-    clipped = ratio.clamp(1 - clip_coef, 1 + clip_coef)
-    return masked_mean(torch.max(-advantages * ratio, -advantages * clipped), mask)
-
-
-def clipped_value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor,
-                       clip_coef: float) -> torch.Tensor:
-    """CleanRL's clipped value loss, ``0.5 mean(max((v - R)^2, (v_old + clip(v - v_old) - R)^2))``: ``[S]``."""
-    value_clipped = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
-    return 0.5 * masked_mean(torch.max((values - returns) ** 2, (value_clipped - returns) ** 2), mask)
+def _cat_edits(parts: list[Edits], dim: int) -> Edits:
+    return Edits(*(torch.cat([getattr(p, name) for p in parts], dim=dim) for name in _EDIT_FIELDS))
 
 
 class PPO:
-    """PPO with a self-imitation queue for S members at once.
+    """The default agent for S members at once (registered as ``ppo``).
 
-    >>> agent = PPO(PPOConfig(batch_size=8, num_minibatches=2), seeds=(0,), max_len=6, device=torch.device("cpu"))
-    >>> tokens = agent.propose(torch.zeros((1, 8), dtype=torch.int64))
-    >>> stats = agent.learn(tokens, torch.rand(1, 8), torch.zeros((1, 8), dtype=torch.bool))
-    >>> sorted(k for k in stats if k.startswith("losses/"))[:3]
-    ['losses/approx_kl', 'losses/clipfrac', 'losses/entropy']
+    >>> agent = PPO(PPOConfig(batch_size=32, islands=2, island_size=4, queue_size=4), seeds=(0,), max_len=8,
+    ...             device=torch.device("cpu"))
+    >>> tuple(agent.propose().shape)
+    (1, 32, 8)
     """
 
     def __init__(self, config: PPOConfig, seeds: tuple[int, ...], max_len: int, device: torch.device):
         self.config, self.max_len, self.device = config, max_len, device
         self.programs_per_step = config.batch_size
         self.generators = member_generators(seeds, device)
-        s = len(seeds)
-        self.policy = make_policy(config.policy, s, max_len, self.generators, device)
-        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.learning_rate, eps=1e-5)
-        self.queue = ProgramQueue(s, max(config.queue_size, 1), max_len, device)
-        self.rollout = Rollout.allocate(s, config.batch_size, max_len, device)
+        s, g, m, e = len(seeds), config.islands, config.island_size, config.max_edits
+        self.islands = Islands(self._fresh(), NUM_FEATURES)
+        self.queue = ProgramQueue(s, config.queue_size, max_len, device)
+        self.edit_queue = ProgramQueue(s, config.queue_size, max_len, device, extras={
+            "parents": ((max_len,), torch.int64), "features": ((NUM_FEATURES,), torch.float32),
+            "edit_positions": ((e,), torch.int64), "edit_kinds": ((e,), torch.int64),
+            "edit_tokens": ((e,), torch.int64), "edit_active": ((e,), torch.bool)})
+        self.editor = EditPolicy(config.editor, s, NUM_FEATURES, self.generators, device)
+        self.optimizer = torch.optim.Adam(self.editor.parameters(), lr=config.learning_rate, eps=1e-5)
+        n = g * config.policy_children * config.update_every  # policy variants per update
+        self.buffer = {
+            "parents": torch.zeros((s, n, max_len), dtype=torch.int64, device=device),
+            "features": torch.zeros((s, n, NUM_FEATURES), dtype=torch.float32, device=device),
+            "positions": torch.zeros((s, n, e), dtype=torch.int64, device=device),
+            "kinds": torch.zeros((s, n, e), dtype=torch.int64, device=device),
+            "tokens": torch.ones((s, n, e), dtype=torch.int64, device=device),
+            "active": torch.zeros((s, n, e), dtype=torch.bool, device=device),
+            "log_probs": torch.zeros((s, n), dtype=torch.float32, device=device),
+            "gains": torch.zeros((s, n), dtype=torch.float32, device=device),
+            "valid": torch.zeros((s, n), dtype=torch.bool, device=device),
+        }
+        self.generation = 0
+        self._pending: dict[str, torch.Tensor] = {}
 
     def new_programs(self, step: int) -> int:
         return self.config.batch_size
 
-    def propose(self, rounds: torch.Tensor) -> torch.Tensor:
-        """Sample B programs per member; in rounds >= 2, seeded programs are policy edits of queued ones."""
-        forced = forced_mask = None
-        if self.config.seed_prob > 0 and self.config.queue_size:
-            forced, forced_mask = self._seed_plan(rounds)
-        sample_programs(self.policy, self.config.batch_size, self.max_len, self.generators, self.config.allow_eos,
-                        forced, forced_mask, out=self.rollout)
-        return self.rollout.tokens
+    def _fresh(self) -> torch.Tensor:
+        """``[S, G, M, L]`` fresh random programs (the start, and every restart)."""
+        config = self.config
+        return random_programs(self.generators, (config.islands, config.island_size), self.max_len,
+                               config.initial_length, self.device)
 
-    def _seed_plan(self, rounds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Which tokens to force: a queued program with 1 .. seed_edits windows for the policy to write."""
-        config, b = self.config, self.config.batch_size
-        sources, valid = self.queue.sample(b, self.generators)  # [S, B, L], [S, B]
-        draws = torch.stack([torch.rand((b, 8), generator=g, device=self.device) for g in self.generators])
-        use = valid & (rounds > 0) & (draws[..., 0] < config.seed_prob)  # [S, B]
-        forced, forced_mask = edit_plan(sources, draws[..., 1:], config.seed_edits, config.seed_window,
-                                        config.allow_eos)
-        if config.seed_writer == "random":  # windows filled with uniform commands: a mutation, no decisions
-            noise = torch.stack([torch.randint(1, VOCAB_SIZE, forced.shape[1:], generator=g, device=self.device)
-                                 for g in self.generators])
-            forced = torch.where(forced_mask, forced, noise)
-            forced_mask = torch.ones_like(forced_mask)
-        return forced, forced_mask & use[..., None]
+    def propose(self) -> torch.Tensor:
+        """One generation: random variants, crossovers and policy variants of each island's programs."""
+        config = self.config
+        s, g, c, length = len(self.generators), config.islands, config.children_per_island, self.max_len
+        n_pol, n_spl = config.policy_children, config.splice_children
+        parents, features, parent_rewards = self.islands.sample_parents(self.generators, c)  # [S, G, C, ...]
+        if not config.feedback:
+            features = torch.zeros_like(features)
+        flat = parents.reshape(s, g * c, length)
+        edits = random_edits(self.generators, flat, config.max_edits)  # [S, G*C, E]
+        edits = Edits(*(getattr(edits, name).view(s, g, c, -1) for name in _EDIT_FIELDS))
+        log_probs = None
+        if n_pol:
+            policy_parents = parents[:, :, :n_pol].reshape(s, g * n_pol, length)
+            policy_features = features[:, :, :n_pol].reshape(s, g * n_pol, -1)
+            policy_edits, log_probs = self.editor.sample(policy_parents, policy_features, self.generators)
+            policy_edits = Edits(*(getattr(policy_edits, name).view(s, g, n_pol, -1) for name in _EDIT_FIELDS))
+            edits = _cat_edits([policy_edits, Edits(*(getattr(edits, name)[:, :, n_pol:] for name in _EDIT_FIELDS))],
+                               dim=2)
+        children = apply_edits(parents, edits)  # [S, G, C, L]
+        if n_spl:
+            part = slice(n_pol, n_pol + n_spl)
+            queued, _ = self.queue.sample(g * n_spl, self.generators)  # [S, G*n_spl, L]
+            mates, _, _ = self.islands.sample_parents(self.generators, n_spl)  # [S, G, n_spl, L]
+            from_queue = member_uniform(self.generators, (g, n_spl, 1), self.device) < 0.5
+            from_queue = from_queue & self.queue.valid[:, :1, None, None]  # an empty queue offers nothing
+            mates = torch.where(from_queue, queued.view(s, g, n_spl, length), mates)
+            spliced = splice(self.generators, parents[:, :, part].reshape(s, -1, length), mates.reshape(s, -1, length))
+            children = torch.cat([children[:, :, :n_pol], spliced.view(s, g, n_spl, length),
+                                  children[:, :, n_pol + n_spl:]], dim=2)
+        self._pending = {"parents": parents, "features": features, "parent_rewards": parent_rewards,
+                         "edits": edits, "children": children, "log_probs": log_probs}
+        return children.view(s, g * c, length)
 
-    def learn(self, tokens: torch.Tensor, rewards: torch.Tensor, solved: torch.Tensor) -> dict[str, torch.Tensor]:
-        config, rollout = self.config, self.rollout
-        if config.queue_size:
-            self.queue.push(tokens, rewards)
-        mask = rollout.decisions  # [S, B, L]
-        advantages, returns = compute_gae(terminal_rewards(rewards.float(), mask), rollout.values, mask,
-                                          config.gamma, config.gae_lambda)
-        if config.risk_quantile:
-            advantages, mask = risk_seeking_advantages(rewards.float(), mask, config.risk_quantile)
-        s, b, length = tokens.shape
-        size = b // config.num_minibatches
-        totals: dict[str, torch.Tensor] = {}
-        for _ in range(config.update_epochs):
-            order = torch.stack([torch.randperm(b, generator=g, device=self.device) for g in self.generators])
-            for start in range(0, b, size):
-                index = order[:, start : start + size, None].expand(-1, -1, length)  # [S, mb, L]
-                batch = [x.gather(1, index) for x in (tokens, rollout.log_probs, rollout.values, advantages,
-                                                      returns, mask)]
-                stats = self._minibatch_step(*batch)
-                for key, value in stats.items():
-                    totals[key] = totals.get(key, 0.0) + value
-        count = config.update_epochs * config.num_minibatches
-        stats = {key: value / count for key, value in totals.items()}
-        stats["_learned"] = mask.flatten(1).any(1)  # [S]: the batch held policy decisions
+    def learn(self, feedback: Feedback) -> dict[str, torch.Tensor]:
+        config, pending = self.config, self._pending
+        s, g, c = len(self.generators), config.islands, config.children_per_island
+        n_pol, n_spl = config.policy_children, config.splice_children
+        rewards = feedback.rewards.view(s, g, c)
+        features = feedback.features.view(s, g, c, -1)
+        parent_rewards = pending["parent_rewards"]
+        known = parent_rewards > EMPTY  # [S, G, C] the parent had been run: a gain is defined
+        gains = torch.where(known, rewards - parent_rewards, 0.0)
+        improved = known & (gains > 0)
+        stats = self._improve_rates(improved, known, n_pol, n_spl)
+        edited = torch.ones(c, dtype=torch.bool, device=self.device)
+        edited[n_pol: n_pol + n_spl] = False  # crossovers are not edits
+        self._remember_edits(rewards, improved & edited, pending)
+        if n_pol:
+            self._store(pending, gains[:, :, :n_pol], known[:, :, :n_pol])
+        fresh = self._fresh()
+        patience = config.patience if config.restarts else torch.iinfo(torch.int64).max
+        restarted = self.islands.merge(pending["children"], rewards, features, fresh, patience)
+        self.queue.push(feedback.tokens, feedback.rewards)
+        stats.update({"programs/queue_best": self.queue.rewards[:, 0], "programs/queue_worst": self.queue.rewards[:, -1],
+                      "charts/island_restarts": restarted.float().sum(1),
+                      "charts/island_best_mean": self.islands.best.clamp(min=-1.0).mean(1)})
+        self.generation += 1
+        learned = torch.zeros(s, dtype=torch.bool, device=self.device)
+        if n_pol and self.generation % config.update_every == 0:
+            stats.update(self._update())
+            learned = torch.ones_like(learned)
+        stats["_learned"] = learned
         return stats
 
-    def _minibatch_step(self, tokens, old_log_p, old_values, advantages, returns, mask) -> dict[str, torch.Tensor]:
-        """One clipped-objective update on ``[S, mb, L]`` tensors; returns ``[S]`` statistics."""
-        config = self.config
-        imitate = bool(config.queue_size and config.queue_coef)
-        inputs = torch.cat([tokens, self.queue.tokens], dim=1) if imitate else tokens  # one pass for both
-        all_log_p, all_entropies, all_values = token_log_probs(self.policy, inputs, config.allow_eos)
-        size = tokens.shape[1]
-        log_p, entropies, values = all_log_p[:, :size], all_entropies[:, :size], all_values[:, :size]
-        log_ratio = log_p - old_log_p
-        ratio = log_ratio.exp()
-        if config.norm_adv:
-            advantages = normalize_advantages(advantages, mask, center=not config.risk_quantile)
-        policy_loss = clipped_policy_loss(advantages, ratio, mask, config.clip_coef)  # [S]
-        value_loss = clipped_value_loss(values, old_values, returns, mask, config.clip_coef)  # [S]
-        entropy = masked_mean(entropies, mask)
-        loss = policy_loss - config.ent_coef * entropy + config.vf_coef * value_loss
-        queue_loss = torch.zeros_like(loss)
-        if imitate:
-            queued = program_mask(self.queue.tokens) & self.queue.valid[..., None]  # [S, K, L]
-            queue_loss = masked_mean(-all_log_p[:, size:], queued)
-            loss = loss + config.queue_coef * queue_loss
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.sum().backward()  # members share no parameters: the sum keeps their gradients apart
-        clip_grad_norm_per_member(list(self.policy.parameters()), config.max_grad_norm)
-        self.optimizer.step()
-        with torch.no_grad():
-            approx_kl = masked_mean((ratio - 1) - log_ratio, mask)
-            clipfrac = masked_mean(((ratio - 1).abs() > config.clip_coef).float(), mask)
-        return {"losses/policy_loss": policy_loss.detach(), "losses/value_loss": value_loss.detach(),
-                "losses/entropy": entropy.detach(), "losses/approx_kl": approx_kl, "losses/clipfrac": clipfrac,
-                "losses/queue_loss": queue_loss.detach()}
+    def _improve_rates(self, improved: torch.Tensor, known: torch.Tensor, n_pol: int, n_spl: int) -> dict:
+        """``[S]`` share of each kind of child that beat its parent (policy, random, crossover)."""
+        parts = {"policy": slice(0, n_pol), "crossover": slice(n_pol, n_pol + n_spl),
+                 "random": slice(n_pol + n_spl, None)}
+        return {f"charts/improve_rate_{name}": masked_mean(improved[:, :, part].float(), known[:, :, part])
+                for name, part in parts.items() if improved[:, :, part].numel()}
+
+    def _remember_edits(self, rewards: torch.Tensor, improving: torch.Tensor, pending: dict) -> None:
+        """Queue the edits that beat their parent, ranked by the child's reward (the imitation set)."""
+        s, length = rewards.shape[0], self.max_len
+        edits = pending["edits"]
+        self.edit_queue.push(
+            pending["children"].reshape(s, -1, length), torch.where(improving, rewards, EMPTY).reshape(s, -1),
+            parents=pending["parents"].reshape(s, -1, length), features=pending["features"].reshape(s, -1, NUM_FEATURES),
+            **{f"edit_{name}": getattr(edits, name).reshape(s, -1, self.config.max_edits) for name in _EDIT_FIELDS})
+
+    def _store(self, pending: dict, gains: torch.Tensor, known: torch.Tensor) -> None:
+        """Put this generation's policy variants in their slot of the update buffer."""
+        s, length, n_pol = len(self.generators), self.max_len, self.config.policy_children
+        width = self.config.islands * n_pol
+        slot = slice((self.generation % self.config.update_every) * width, None)
+        slot = slice(slot.start, slot.start + width)
+        values = {"parents": pending["parents"][:, :, :n_pol].reshape(s, width, length),
+                  "features": pending["features"][:, :, :n_pol].reshape(s, width, -1),
+                  "log_probs": pending["log_probs"], "gains": gains.reshape(s, width),
+                  "valid": known.reshape(s, width)}
+        values.update({name: getattr(pending["edits"], name)[:, :, :n_pol].reshape(s, width, -1)
+                       for name in _EDIT_FIELDS})
+        for name, value in values.items():
+            self.buffer[name][:, slot] = value
+
+    def _update(self) -> dict[str, torch.Tensor]:
+        """PPO + imitation on a sample of the buffered policy variants and the queue of improving edits."""
+        config, queue = self.config, self.edit_queue
+        size = self.buffer["parents"].shape[1]
+        n = min(config.update_batch, size)
+        keys = member_uniform(self.generators, (size,), self.device)
+        chosen = keys.argsort(dim=1)[:, :n]  # [S, n]: a uniform sample without replacement
+        buffer = {name: value.gather(1, chosen.view(*chosen.shape, *([1] * (value.dim() - 2))).expand(
+            -1, -1, *value.shape[2:])) for name, value in self.buffer.items()}
+        valid = buffer["valid"]
+        if config.risk_quantile:
+            advantages, valid = risk_seeking_advantages(buffer["gains"], valid, config.risk_quantile)
+            advantages = normalize_advantages(advantages, valid, center=False)
+        else:
+            advantages = normalize_advantages(buffer["gains"], valid)
+        edits = Edits(*(buffer[name] for name in _EDIT_FIELDS))
+        queued = Edits(*(queue.extras[f"edit_{name}"] for name in _EDIT_FIELDS))
+        parents = torch.cat([buffer["parents"], queue.extras["parents"]], dim=1)
+        features = torch.cat([buffer["features"], queue.extras["features"]], dim=1)
+        totals: dict[str, torch.Tensor] = {}
+        for _ in range(config.update_epochs):
+            logits = self.editor(parents, features)
+            own, imitated = _slice_logits(logits, slice(0, n)), _slice_logits(logits, slice(n, None))
+            log_ratio = edit_log_probs(own, edits) - buffer["log_probs"]
+            ratio = log_ratio.exp()
+            policy_loss = clipped_policy_loss(advantages, ratio, valid, config.clip_coef)  # [S]
+            entropy = masked_mean(edit_entropy(own, edits), valid)
+            queue_loss = masked_mean(-edit_log_probs(imitated, queued), queue.valid)
+            loss = config.pg_weight * policy_loss + config.queue_weight * queue_loss - config.entropy_coef * entropy
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.sum().backward()  # members share no parameters: the sum keeps their gradients apart
+            grad_norm = clip_grad_norm_per_member(list(self.editor.parameters()), config.max_grad_norm)
+            self.optimizer.step()
+            with torch.no_grad():
+                step = {"losses/policy_loss": policy_loss, "losses/queue_loss": queue_loss,
+                        "losses/entropy": entropy, "losses/grad_norm": grad_norm,
+                        "losses/approx_kl": masked_mean((ratio - 1) - log_ratio, valid),
+                        "losses/old_approx_kl": masked_mean(-log_ratio, valid),
+                        "losses/clipfrac": masked_mean(((ratio - 1).abs() > config.clip_coef).float(), valid)}
+            for key, value in step.items():
+                totals[key] = totals.get(key, 0.0) + value.detach() / config.update_epochs
+        totals["charts/learning_rate"] = torch.full_like(totals["losses/entropy"], config.learning_rate)
+        return totals
 
     def state_dict(self) -> dict:
-        return {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "queue": self.queue.state_dict(), "generators": generator_states(self.generators),
+        return {"islands": self.islands.state_dict(), "queue": self.queue.state_dict(),
+                "edit_queue": self.edit_queue.state_dict(), "editor": self.editor.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "buffer": {k: v.clone() for k, v in self.buffer.items()},
+                "generation": self.generation, "generators": generator_states(self.generators),
                 "config": dataclasses.asdict(self.config)}
 
     def load_state_dict(self, state: dict) -> None:
-        self.policy.load_state_dict(state["policy"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.islands.load_state_dict(state["islands"])
         self.queue.load_state_dict(state["queue"])
+        self.edit_queue.load_state_dict(state["edit_queue"])
+        self.editor.load_state_dict(state["editor"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.buffer = {k: v.to(self.device).clone() for k, v in state["buffer"].items()}
+        self.generation = state["generation"]
         load_generator_states(self.generators, state["generators"])

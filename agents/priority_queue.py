@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from .variation import first_occurrences
+
 EMPTY = float("-inf")
 """Reward of an empty slot."""
 
@@ -26,31 +28,41 @@ class ProgramQueue:
     ([[[1, 2, 0], [3, 0, 0]]], [[0.5, 0.10000000149011612]])
     """
 
-    def __init__(self, num_members: int, capacity: int, max_len: int, device: torch.device):
+    def __init__(self, num_members: int, capacity: int, max_len: int, device: torch.device,
+                 extras: dict[str, tuple[tuple[int, ...], torch.dtype]] | None = None):
+        """``extras``: optional data kept with each program, name -> (shape per program, dtype);
+        ``push`` then takes them as keyword arguments of shape ``[S, B, *shape]``."""
         if not isinstance(capacity, int) or capacity < 1:
             raise ValueError(f"queue capacity must be a positive int, got {capacity!r}")
         self.capacity = capacity
         self.tokens = torch.zeros((num_members, capacity, max_len), dtype=torch.int64, device=device)  # [S, K, L]
         self.rewards = torch.full((num_members, capacity), EMPTY, dtype=torch.float32, device=device)  # [S, K]
+        self.extras = {name: torch.zeros((num_members, capacity, *shape), dtype=dtype, device=device)
+                       for name, (shape, dtype) in (extras or {}).items()}  # each [S, K, ...]
 
     @property
     def valid(self) -> torch.Tensor:
         """``[S, K]`` bool: slots that hold a program."""
         return self.rewards > EMPTY
 
-    def push(self, tokens: torch.Tensor, rewards: torch.Tensor) -> None:
-        """Offer ``tokens [S, B, L]`` with ``rewards [S, B]``; keep the K best unique per member."""
+    def push(self, tokens: torch.Tensor, rewards: torch.Tensor, **extras: torch.Tensor) -> None:
+        """Offer ``tokens [S, B, L]`` with ``rewards [S, B]`` (and their ``extras``); keep the K best
+        unique per member.
+
+        De-duplication hashes rows and sorts (``variation.first_occurrences``): O((K + B) log(K + B))
+        per member and memory linear in the batch, so batches of thousands are cheap.
+        """
         candidates = torch.cat([self.tokens, tokens], dim=1)  # [S, M, L], M = K + B
         scores = torch.cat([self.rewards, rewards.float()], dim=1)  # [S, M]
-        valid = scores > EMPTY
-        m = candidates.shape[1]
-        same = (candidates[:, :, None, :] == candidates[:, None, :, :]).all(-1)  # [S, M, M]
-        earlier = torch.ones((m, m), dtype=torch.bool, device=scores.device).tril(-1)  # j < i
-        duplicate = (same & earlier & valid[:, None, :]).any(-1)  # [S, M]: an equal valid row comes first
-        scores = torch.where(duplicate, EMPTY, scores)
+        first = first_occurrences(candidates, scores > EMPTY)  # [S, M] the earliest valid copy of each program
+        scores = torch.where(first, scores, EMPTY)
         order = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, : self.capacity]  # [S, K]
         self.rewards = scores.gather(1, order)
         self.tokens = candidates.gather(1, order[..., None].expand(-1, -1, candidates.shape[2]))
+        for name, kept in self.extras.items():
+            merged = torch.cat([kept, extras[name]], dim=1)  # [S, M, ...]
+            index = order.view(*order.shape, *([1] * (merged.dim() - 2))).expand(-1, -1, *merged.shape[2:])
+            self.extras[name] = merged.gather(1, index)
 
     def sample(self, count: int, generators: list[torch.Generator]) -> tuple[torch.Tensor, torch.Tensor]:
         """Draw ``count`` programs per member uniformly from its filled slots (with replacement).
@@ -67,12 +79,9 @@ class ProgramQueue:
         tokens = self.tokens.gather(1, index[..., None].expand(-1, -1, self.tokens.shape[2]))
         return tokens, self.valid.gather(1, index)
 
-    def best(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(tokens [S, L], rewards [S])`` of each member's best queued program."""
-        return self.tokens[:, 0], self.rewards[:, 0]
-
     def state_dict(self) -> dict[str, torch.Tensor]:
-        return {"tokens": self.tokens.clone(), "rewards": self.rewards.clone()}
+        return {"tokens": self.tokens.clone(), "rewards": self.rewards.clone(),
+                **{f"extra.{name}": value.clone() for name, value in self.extras.items()}}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         if state["tokens"].shape != self.tokens.shape:
@@ -80,3 +89,5 @@ class ProgramQueue:
                              f"{tuple(self.tokens.shape)} (members, capacity, max_len); use the same settings")
         self.tokens = state["tokens"].to(self.tokens.device).clone()
         self.rewards = state["rewards"].to(self.rewards.device).clone()
+        for name in self.extras:
+            self.extras[name] = state[f"extra.{name}"].to(self.tokens.device).clone()

@@ -22,6 +22,7 @@ from synthenv.checks import require_positive_int_fields
 from synthenv.language import VOCAB_SIZE
 
 from .common import generator_states, load_generator_states, member_generators
+from .feedback import Feedback
 from .priority_queue import ProgramQueue
 
 
@@ -29,8 +30,8 @@ from .priority_queue import ProgramQueue
 class GAConfig:
     """Hyperparameters of the genetic algorithm (defaults: PQT_SPEC §4)."""
 
-    population: int = 100
-    """Individuals per generation (PQT: 100)."""
+    batch_size: int = 100
+    """The population: individuals per generation, programs executed per step (PQT: 100)."""
     crossover_prob: float = 0.95
     """Probability that a pair of parents is recombined by one-point crossover (PQT: 0.95)."""
     mutation_prob: float = 0.15
@@ -41,10 +42,10 @@ class GAConfig:
     """Best distinct programs carried into every new population (PQT: 2)."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.population, int) or self.population < 2 or self.population % 2:
-            raise ValueError(f"population must be an even int >= 2, got {self.population!r}")
-        if not isinstance(self.hall_of_fame, int) or not 0 <= self.hall_of_fame < self.population:
-            raise ValueError(f"hall_of_fame must be an int in [0, population), got {self.hall_of_fame!r}")
+        if not isinstance(self.batch_size, int) or self.batch_size < 2 or self.batch_size % 2:
+            raise ValueError(f"batch_size (the population) must be an even int >= 2, got {self.batch_size!r}")
+        if not isinstance(self.hall_of_fame, int) or not 0 <= self.hall_of_fame < self.batch_size:
+            raise ValueError(f"hall_of_fame must be an int in [0, batch_size), got {self.hall_of_fame!r}")
         for name in ("crossover_prob", "mutation_prob"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
@@ -60,29 +61,34 @@ def _uniform_commands(generators: list[torch.Generator], shape: tuple[int, ...],
 class GeneticAlgorithm:
     """PQT's GA over fixed-length token genomes, batched over S members.
 
-    >>> ga = GeneticAlgorithm(GAConfig(population=4, hall_of_fame=1), seeds=(0,), max_len=5,
+    >>> ga = GeneticAlgorithm(GAConfig(batch_size=4, hall_of_fame=1), seeds=(0,), max_len=5,
     ...                       device=torch.device("cpu"))
-    >>> first = ga.propose(torch.zeros((1, 4), dtype=torch.int64))
-    >>> _ = ga.learn(first, torch.tensor([[0.1, 0.9, 0.2, 0.3]]), torch.zeros((1, 4), dtype=torch.bool))
-    >>> bool((ga.propose(None)[0, -1] == first[0, 1]).all())  # the hall of fame re-enters
+    >>> first = ga.propose()
+    >>> ga.select(first, torch.tensor([[0.1, 0.9, 0.2, 0.3]]))
+    >>> bool((ga.propose()[0, -1] == first[0, 1]).all())  # the hall of fame re-enters
     True
     """
 
     def __init__(self, config: GAConfig, seeds: tuple[int, ...], max_len: int, device: torch.device):
         self.config, self.max_len, self.device = config, max_len, device
-        self.programs_per_step = config.population
+        self.programs_per_step = config.batch_size
         self.generators = member_generators(seeds, device)
-        self.population = _uniform_commands(self.generators, (config.population, max_len), device)  # [S, P, L]
+        self.population = _uniform_commands(self.generators, (config.batch_size, max_len), device)  # [S, P, L]
         self.fame = ProgramQueue(len(seeds), max(config.hall_of_fame, 1), max_len, device)
 
-    def propose(self, rounds: torch.Tensor | None) -> torch.Tensor:
+    def propose(self) -> torch.Tensor:
         return self.population
 
     def new_programs(self, step: int) -> int:
         """The first generation is all new; later ones replay the hall of fame."""
-        return self.config.population - (self.config.hall_of_fame if step > 0 else 0)
+        return self.config.batch_size - (self.config.hall_of_fame if step > 0 else 0)
 
-    def learn(self, tokens: torch.Tensor, rewards: torch.Tensor, solved: torch.Tensor) -> dict[str, torch.Tensor]:
+    def learn(self, feedback: Feedback) -> dict[str, torch.Tensor]:
+        self.select(feedback.tokens, feedback.rewards)
+        return {"programs/queue_best": self.fame.rewards[:, 0]}
+
+    def select(self, tokens: torch.Tensor, rewards: torch.Tensor) -> None:
+        """Breed the next population from ``tokens [S, P, L]`` and their ``rewards [S, P]``."""
         config, device = self.config, self.device
         s, p, length = tokens.shape
         self.fame.push(tokens, rewards)
@@ -104,7 +110,6 @@ class GeneticAlgorithm:
             fame = self.fame.tokens[:, : config.hall_of_fame]  # [S, F, L]
             children = torch.cat([children[:, : p - config.hall_of_fame], fame], dim=1)
         self.population = children
-        return {}
 
     def state_dict(self) -> dict:
         return {"population": self.population.clone(), "fame": self.fame.state_dict(),
@@ -120,8 +125,8 @@ class GeneticAlgorithm:
 class RandomConfig:
     """Uniform random search (PQT_SPEC §4)."""
 
-    batch_size: int = 64
-    """Programs drawn per member per step (only the NPE granularity)."""
+    batch_size: int = 4096
+    """Programs drawn per member per step (only the NPE granularity; large batches keep the env busy)."""
 
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "batch_size")
@@ -135,13 +140,13 @@ class RandomSearch:
         self.programs_per_step = config.batch_size
         self.generators = member_generators(seeds, device)
 
-    def propose(self, rounds: torch.Tensor | None) -> torch.Tensor:
+    def propose(self) -> torch.Tensor:
         return _uniform_commands(self.generators, (self.config.batch_size, self.max_len), self.device)
 
     def new_programs(self, step: int) -> int:
         return self.config.batch_size
 
-    def learn(self, tokens: torch.Tensor, rewards: torch.Tensor, solved: torch.Tensor) -> dict[str, torch.Tensor]:
+    def learn(self, feedback: Feedback) -> dict[str, torch.Tensor]:
         return {}
 
     def state_dict(self) -> dict:

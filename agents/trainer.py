@@ -3,28 +3,36 @@
 S seeds of one configuration train as one job: the env holds S x B programs per step, each
 member's slice of B. NPE (number of programs executed) is counted as PQT counts it: programs
 sampled from the policy or population, not replays. A member stops counting when one of its
-programs solves the task (stop on success) or its budget is spent; the job ends when all have.
+programs solves the task (stop on success) or its budget is spent; the job ends when all have,
+or when the wall-clock budget (``seconds``) is spent, whichever binds first.
 
 The step path has no host synchronisation; the loop syncs every ``log_every`` steps (logging,
-stop check, checkpoints), at the points marked ``# sync point``.
+stop and budget checks, checkpoints), at the points marked ``# sync point``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from synthenv import tasks
 from synthenv.checks import require_positive_int_fields
 from synthenv.env import SynthVecEnv
+from synthenv.env.vector import _resolve_device
 from synthenv.language import decode_batch
 
 from . import make
 from .common import batch_statistics
+from .feedback import Feedback, feedback_features
 from .logger import RunLogger, run_dir_name
+
+DEFAULT_NPE = 20_000_000
+"""Default budget per seed: PQT's largest (20 M programs executed)."""
 
 
 @dataclass(frozen=True)
@@ -38,15 +46,17 @@ class TrainConfig:
     """
 
     task: str = "echo"
-    """Task name (``synthenv tasks``)."""
+    """Task: a registered name (``synthenv tasks``) or the path of a JSON task file (``*.json``)."""
     algo: str = "ppo"
     """Algorithm (``synthenv.agents.names()``)."""
-    npe: int = 20_000
+    npe: int = DEFAULT_NPE
     """Budget per seed: programs executed (PQT's NPE; replays do not count)."""
+    seconds: float | None = None
+    """Wall-clock budget of the whole job in seconds (checked at each sync point); None: NPE only."""
     seeds: tuple[int, ...] = (0,)
     """Seeds; several seeds run as one batched job (each an independent run)."""
     algo_config: object = None
-    """The algorithm's config (``PPOConfig``, ``PGConfig``, ``GAConfig``, ``RandomConfig``); None: defaults."""
+    """The algorithm's config (``agents.default_config(algo)``'s type); None: its defaults."""
     backend: str = "traditional"
     """Compiler backend of the env."""
     engine: str = "auto"
@@ -54,16 +64,13 @@ class TrainConfig:
     device: str = "cpu"
     """Torch device of the env, the policy and all training state."""
     max_len: int = 100
-    """L, tokens per program (PQT: 100)."""
-    iterations: int | None = None
-    """Program-mode rounds per episode; round >= 2 lets PPO rewrite its best programs (``seed_prob``).
-    None: 2 for ppo, 1 for the others (which ignore rounds)."""
+    """L, the most tokens a program may have (PQT: 100)."""
     stop_on_success: bool = True
     """Stop a seed when one of its programs solves the task (PQT's protocol)."""
     log_dir: str | None = "runs"
     """TensorBoard root: logs go to ``{log_dir}/{task}__{algo}__{seed}__{unix_time}``; None: no logs."""
     log_every: int = 10
-    """Steps between host syncs (logging, stop check, checkpoints)."""
+    """Steps between host syncs (logging, stop and budget checks, checkpoints)."""
     checkpoint: str | None = None
     """Checkpoint file, written every ``checkpoint_every`` steps and at the end; None: no checkpoints."""
     checkpoint_every: int = 100
@@ -71,26 +78,27 @@ class TrainConfig:
     resume: str | None = None
     """Checkpoint to resume from (same task, algorithm, seeds and settings)."""
     max_train_steps: int | None = None
-    """Stop after this many steps in total (None: only the NPE budget and success stop the job)."""
+    """Stop after this many steps in total (None: only the budgets and success stop the job)."""
     progress: bool = True
     """Show a tqdm progress bar."""
 
     def __post_init__(self) -> None:
-        from synthenv import tasks
-
         from . import _registry
 
-        tasks.resolve(self.task)
+        tasks.from_spec(self.task)  # unknown name or malformed task file: a clear error now
         _registry.get(self.algo)
-        if not isinstance(self.npe, int) or self.npe < 1:
+        if not isinstance(self.npe, int) or isinstance(self.npe, bool) or self.npe < 1:
             raise ValueError(f"npe must be a positive int (programs per seed), got {self.npe!r}")
+        if self.seconds is not None and not (isinstance(self.seconds, (int, float)) and math.isfinite(self.seconds)
+                                             and self.seconds > 0):
+            raise ValueError(f"seconds must be None or a finite number > 0, got {self.seconds!r}")
         seeds = tuple(self.seeds)
         if not seeds or any(not isinstance(s, int) or s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
             raise ValueError(f"seeds must be distinct non-negative ints, got {self.seeds!r}")
         object.__setattr__(self, "seeds", seeds)
-        if self.iterations is None:
-            object.__setattr__(self, "iterations", 2 if self.algo == "ppo" else 1)
-        require_positive_int_fields(self, "max_len", "iterations", "log_every", "checkpoint_every")
+        require_positive_int_fields(self, "max_len", "log_every", "checkpoint_every")
+        if self.max_train_steps is not None:
+            require_positive_int_fields(self, "max_train_steps")
 
 
 @dataclass(frozen=True)
@@ -101,14 +109,16 @@ class RunResult:
     algo: str
     seed: int
     solved: bool
-    """A sampled program solved the task."""
+    """A program written by the agent solved the task."""
     npe: int
     """Programs executed: until the solving batch if solved, else the whole budget used."""
+    seconds: float
+    """Wall-clock seconds of the job until the solving step if solved, else until the job ended."""
     best_program: str
     best_reward: float
     run_dir: str | None
     programs_per_s: float
-    """Programs executed per second by the whole job (all seeds, policy included)."""
+    """Programs executed per second by the whole job (all seeds, the agent included)."""
 
 
 class Trainer:
@@ -116,29 +126,31 @@ class Trainer:
 
     def __init__(self, config: TrainConfig):
         self.config = config
-        self.device = torch.device(config.device)
+        self.device = _resolve_device(config.device)
+        self.task = tasks.from_spec(config.task)
         self.algorithm = make(config.algo, config.algo_config, config.seeds, config.max_len, self.device)
         self.num_members, self.batch = len(config.seeds), self.algorithm.programs_per_step
-        self.allow_eos = getattr(self.algorithm.config, "allow_eos", False)
-        self.env = SynthVecEnv(config.task, self.num_members * self.batch, mode="program", backend=config.backend,
+        self.env = SynthVecEnv(self.task, self.num_members * self.batch, mode="program", backend=config.backend,
                                engine=config.engine, device=str(self.device), max_len=config.max_len,
-                               iterations=config.iterations, allow_eos=self.allow_eos, validate_actions=False,
-                               seed=config.seeds[0])
-        obs, _ = self.env.reset()
-        self.rounds = obs["round"].view(self.num_members, self.batch)
+                               validate_actions=False, seed=config.seeds[0])
+        self.env.reset()
+        cases = self.task.tensors(self.device)
+        self._expected = (cases.expected, cases.expected_lengths)
         s, dev = self.num_members, self.device
         self.step_count = 0
         self.npe_done = 0  # programs counted so far by a member still running (same for all members)
         self.npe = torch.zeros(s, dtype=torch.int64, device=dev)  # [S]
         self.solved_npe = torch.full((s,), -1, dtype=torch.int64, device=dev)  # [S], -1 = not solved
+        self.solved_step = torch.full((s,), -1, dtype=torch.int64, device=dev)  # [S] step that first solved
         self.best_rewards = torch.full((s,), float("-inf"), dtype=torch.float32, device=dev)  # [S]
         self.best_tokens = torch.zeros((s, config.max_len), dtype=torch.int64, device=dev)  # [S, L]
         self.run_dirs = [None] * s
         if config.log_dir is not None:
             stamp = int(time.time())
-            self.run_dirs = [str(Path(config.log_dir) / run_dir_name(config.task, config.algo, seed, stamp))
+            self.run_dirs = [str(Path(config.log_dir) / run_dir_name(self.task.name, config.algo, seed, stamp))
                              for seed in config.seeds]
-        self.elapsed = 0.0
+        self.elapsed = 0.0  # wall-clock seconds of training so far (all sessions of a resumed run)
+        self.step_seconds: list[float] = []  # elapsed at the end of each step (host clock, no sync)
         self.programs_executed = 0
         if config.resume:
             self.load(config.resume)
@@ -152,48 +164,63 @@ class Trainer:
     def budget_allows_step(self) -> bool:
         return self.npe_done + self.algorithm.new_programs(self.step_count) <= self.config.npe or self.step_count == 0
 
-    def step(self) -> dict[str, torch.Tensor]:
-        """One step: propose, execute and score, track, learn. Returns ``[S]`` statistics."""
+    def out_of_time(self) -> bool:
+        return self.config.seconds is not None and self.elapsed >= self.config.seconds
+
+    def step(self) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """One step: propose, execute and score, track, learn.
+
+        Returns ``[S]`` statistics and ``[S]`` bool, the members that were running during the step.
+        """
         s, b = self.num_members, self.batch
-        tokens = self.algorithm.propose(self.rounds)  # [S, B, L]
-        obs, rewards, _, _, info = self.env.step(tokens.reshape(s * b, -1))
-        self.rounds = obs["round"].view(s, b)
-        rewards, solved = rewards.view(s, b), info["solved"].view(s, b)
-        stats = batch_statistics(tokens, rewards, solved, info["program_status"].view(s, b))
-        self._track(tokens, rewards, solved)
-        stats.update(self.algorithm.learn(tokens, rewards, solved))
+        tokens = self.algorithm.propose()  # [S, B, L]
+        _, rewards, _, _, info = self.env.step(tokens.reshape(s * b, -1))
+        feedback = self._feedback(info["final_obs"], rewards, info)  # every episode ends after one round
+        stats = batch_statistics(feedback.tokens, feedback.rewards, feedback.solved, feedback.program_status)
+        running = self.active
+        self._track(feedback)
+        stats.update(self.algorithm.learn(feedback))
         self.npe_done += self.algorithm.new_programs(self.step_count)
         self.programs_executed += s * b
         self.step_count += 1
-        return stats
+        return stats, running
 
-    def _track(self, tokens: torch.Tensor, rewards: torch.Tensor, solved: torch.Tensor) -> None:
+    def _feedback(self, obs: dict[str, torch.Tensor], rewards: torch.Tensor, info: dict) -> Feedback:
+        s, b = self.num_members, self.batch
+        features = feedback_features(obs, *self._expected, self.config.max_len)  # [S * B, F]
+        return Feedback(obs["program"].view(s, b, -1), rewards.view(s, b), info["solved"].view(s, b),
+                        info["program_status"].view(s, b), obs["case_passed"].view(s, b, -1).bool(),
+                        obs["case_status"].view(s, b, -1), features.view(s, b, -1))
+
+    def _track(self, feedback: Feedback) -> None:
         """Count NPE, note first solves and the best program per member (device only)."""
         active = self.active
+        tokens, rewards, solved = feedback.tokens, feedback.rewards, feedback.solved
         self.npe = self.npe + active.long() * self.algorithm.new_programs(self.step_count)
         newly = active & solved.any(1)  # [S]
         self.solved_npe = torch.where(newly, self.npe, self.solved_npe)
+        self.solved_step = torch.where(newly, self.step_count, self.solved_step)
         key = rewards.float() + 10.0 * solved.float()  # a solving program outranks any other
         index = key.argmax(1)  # [S]
         reward = rewards.float().gather(1, index[:, None])[:, 0]
-        better = active & (reward > self.best_rewards)
-        better = better | newly
+        better = (active & (reward > self.best_rewards)) | newly
         program = tokens.gather(1, index[:, None, None].expand(-1, 1, tokens.shape[2]))[:, 0]
         self.best_rewards = torch.where(better, reward, self.best_rewards)
         self.best_tokens = torch.where(better[:, None], program, self.best_tokens)
 
     def run(self) -> list[RunResult]:
-        """Train until every seed solved the task or spent its budget; returns one result per seed."""
+        """Train until every seed solved the task or a budget is spent; returns one result per seed."""
         config = self.config
-        logger = RunLogger(config, self.run_dirs, self.npe_done)
+        logger = RunLogger(config, self.task.name, self.run_dirs, self)
+        start = time.perf_counter() - self.elapsed
         try:
-            while self.budget_allows_step():
+            while self.budget_allows_step() and not self.out_of_time():
                 if config.max_train_steps is not None and self.step_count >= config.max_train_steps:
                     break
-                start = time.perf_counter()
-                stats = self.step()
-                logger.accumulate(stats, self.active)
-                self.elapsed += time.perf_counter() - start
+                stats, running = self.step()
+                logger.accumulate(stats, running)
+                self.elapsed = time.perf_counter() - start
+                self.step_seconds.append(self.elapsed)
                 if self.step_count % config.log_every == 0 and self._sync(logger):
                     break
             self._sync(logger, final=True)
@@ -202,31 +229,38 @@ class Trainer:
         return self.results()
 
     def _sync(self, logger: RunLogger, final: bool = False) -> bool:
-        """Log, checkpoint, and say whether every member is done. # sync point (once per log_every steps)."""
+        """Log, checkpoint, and say whether the job is done. # sync point (once per log_every steps)."""
         active = self.active.tolist()  # sync point
         logger.log(self, active, final)
         every = -(-self.config.checkpoint_every // self.config.log_every) * self.config.log_every
         if self.config.checkpoint and (final or self.step_count % every == 0):
             self.save(self.config.checkpoint)
-        return not any(active)
+        return not any(active) or self.out_of_time()
+
+    def solve_seconds(self) -> list[float | None]:
+        """Per member: elapsed seconds at the end of its solving step, None if unsolved. # sync point."""
+        return [self.step_seconds[step] if 0 <= step < len(self.step_seconds) else None
+                for step in self.solved_step.tolist()]
 
     def results(self) -> list[RunResult]:
         """One ``RunResult`` per seed. # sync point: reads the counters back."""
         solved_npe, npe = self.solved_npe.tolist(), self.npe.tolist()
         programs, rewards = decode_batch(self.best_tokens), self.best_rewards.tolist()
         speed = self.programs_executed / self.elapsed if self.elapsed else 0.0
-        return [RunResult(self.config.task, self.config.algo, seed, solved_npe[i] >= 0,
-                          solved_npe[i] if solved_npe[i] >= 0 else npe[i], programs[i], rewards[i], self.run_dirs[i],
-                          speed) for i, seed in enumerate(self.config.seeds)]
+        seconds = self.solve_seconds()
+        return [RunResult(self.task.name, self.config.algo, seed, solved_npe[i] >= 0,
+                          solved_npe[i] if solved_npe[i] >= 0 else npe[i],
+                          seconds[i] if seconds[i] is not None else self.elapsed, programs[i], rewards[i],
+                          self.run_dirs[i], speed) for i, seed in enumerate(self.config.seeds)]
 
     def state_dict(self) -> dict:
-        """Everything needed to continue exactly: algorithm, env state, counters."""
-        env_state = {name: value.clone() for name, value in self.env._state.items()}  # program-mode env state
+        """Everything needed to continue exactly: algorithm, counters (plain data and tensors only)."""
         return {"config": _comparable(self.config, self.algorithm.config), "algorithm": self.algorithm.state_dict(),
-                "env_state": env_state, "rounds": self.rounds.clone(), "step_count": self.step_count,
-                "npe_done": self.npe_done, "npe": self.npe.clone(), "solved_npe": self.solved_npe.clone(),
+                "step_count": self.step_count, "npe_done": self.npe_done, "npe": self.npe.clone(),
+                "solved_npe": self.solved_npe.clone(), "solved_step": self.solved_step.clone(),
                 "best_rewards": self.best_rewards.clone(), "best_tokens": self.best_tokens.clone(),
-                "run_dirs": self.run_dirs, "elapsed": self.elapsed, "programs_executed": self.programs_executed}
+                "run_dirs": self.run_dirs, "elapsed": self.elapsed, "step_seconds": list(self.step_seconds),
+                "programs_executed": self.programs_executed}
 
     def save(self, path: str) -> None:
         """Write a checkpoint (atomically: a crash never leaves half a file). # sync point."""
@@ -238,7 +272,7 @@ class Trainer:
 
     def load(self, path: str) -> None:
         """Continue from a checkpoint written by ``save`` with the same settings."""
-        state = torch.load(path, map_location=self.device, weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
         saved, current = state["config"], _comparable(self.config, self.algorithm.config)
         different = sorted(k for k in current if saved.get(k) != current[k])
         if different:
@@ -246,16 +280,14 @@ class Trainer:
             raise ValueError(f"checkpoint {path} was written with other settings ({details}); resume with the "
                              "same task, algorithm, seeds and options")
         self.algorithm.load_state_dict(state["algorithm"])
-        self.env._state = {name: value.to(self.device) for name, value in state["env_state"].items()}
-        self.rounds = state["rounds"].to(self.device)
-        for name in ("step_count", "npe_done", "run_dirs", "elapsed", "programs_executed"):
+        for name in ("step_count", "npe_done", "run_dirs", "elapsed", "step_seconds", "programs_executed"):
             setattr(self, name, state[name])
-        for name in ("npe", "solved_npe", "best_rewards", "best_tokens"):
+        for name in ("npe", "solved_npe", "solved_step", "best_rewards", "best_tokens"):
             setattr(self, name, state[name].to(self.device))
 
 
-_RESUMABLE = ("npe", "log_dir", "log_every", "checkpoint", "checkpoint_every", "resume", "max_train_steps",
-              "progress")
+_RESUMABLE = ("npe", "seconds", "log_dir", "log_every", "checkpoint", "checkpoint_every", "resume",
+              "max_train_steps", "progress")
 
 
 def _comparable(config: TrainConfig, algo_config: object) -> dict:

@@ -14,10 +14,11 @@ from .pqt import BUILDERS, PAPER_TASKS, TUNING_TASKS
 from .py2random import Py2Random
 from .starter import BUILDERS as STARTER_BUILDERS
 from .starter import STARTER_TASKS
+from .files import TaskFileError, is_task_file, load_task_file
 from .task import CaseTensors, Task
 
 __all__ = ["Task", "CaseTensors", "Py2Random", "get", "names", "register", "unregister", "resolve", "PAPER_TASKS",
-           "TUNING_TASKS", "STARTER_TASKS"]
+           "TUNING_TASKS", "STARTER_TASKS", "from_spec", "load_task_file", "TaskFileError"]
 
 _registry: Registry[Task] = Registry("task", cache=True)
 for _name in (*PAPER_TASKS, *TUNING_TASKS):
@@ -72,6 +73,14 @@ def resolve(task: Task | str) -> Task:
     if isinstance(task, str):
         return get(task)
     raise TypeError(f"task must be a Task or a task name (str), got {type(task).__name__}")
+
+
+def from_spec(spec: Task | str) -> Task:
+    """A ``Task`` from a task, a registered name, or the path of a JSON task file (``*.json``,
+    see ``synthenv.tasks.files``): what ``synthenv train --task`` accepts."""
+    if isinstance(spec, str) and is_task_file(spec):
+        return load_task_file(spec)
+    return resolve(spec)
 
 
 UnknownTaskError = UnknownNameError

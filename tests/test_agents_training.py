@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from synthenv import agents, tasks
-from synthenv.agents import PPO, GAConfig, PPOConfig, RandomConfig, TrainConfig, Trainer
+from synthenv.agents import GAConfig, MutationConfig, PPOConfig, RandomConfig, TrainConfig, Trainer
 from synthenv.tasks import Task
 
 # "." prints the zero cell: one token in eight solves it, so a batch of 64 always does
@@ -27,28 +27,33 @@ FAST = dict(log_dir=None, progress=False, engine="torch", log_every=1)
 
 def small_config(algo: str, **changes):
     config = {
-        "ppo": PPOConfig(batch_size=8, num_minibatches=2),
+        "ppo": PPOConfig(batch_size=32, islands=2, island_size=4, queue_size=4, update_every=2, update_batch=8,
+                         patience=2),
+        "mutation": MutationConfig(batch_size=16, elite=4),
         "pqt": dataclasses.replace(agents.default_config("pqt"), batch_size=8),
         "pg-pqt": dataclasses.replace(agents.default_config("pg-pqt"), batch_size=8),
         "reinforce": dataclasses.replace(agents.default_config("reinforce"), batch_size=8),
-        "ga": GAConfig(population=10),
+        "ga": GAConfig(batch_size=10),
         "random": RandomConfig(batch_size=8),
     }[algo]
     return dataclasses.replace(config, **changes)
 
 
 def test_npe_counts_sampled_programs_only():
-    results = agents.train(TrainConfig(task="print-hello", algo="random", npe=200, max_len=6, **FAST))
+    results = agents.train(TrainConfig(task="print-hello", algo="random", npe=200, max_len=6,
+                                       algo_config=RandomConfig(batch_size=64), **FAST))
     assert results[0].npe == 192 and not results[0].solved  # 3 batches of 64; a 4th would exceed the budget
     results = agents.train(TrainConfig(task="print-hello", algo="ga", npe=300, max_len=6, **FAST))
     assert results[0].npe == 100 + 98 + 98  # later generations replay the 2 hall-of-fame programs
 
 
 def test_stops_on_success_and_reports_the_solving_program():
-    trainer = Trainer(TrainConfig(task=DOT.name, algo="random", npe=10_000, max_len=1, seeds=(0, 1), **FAST))
+    trainer = Trainer(TrainConfig(task=DOT.name, algo="random", npe=10_000, max_len=1, seeds=(0, 1),
+                                  algo_config=RandomConfig(batch_size=64), **FAST))
     results = trainer.run()
     assert [r.solved for r in results] == [True, True]
     assert [r.npe for r in results] == [64, 64]
+    assert all(0 < r.seconds <= trainer.elapsed for r in results)
     assert [r.best_program for r in results] == [".", "."]
     assert trainer.step_count == 1
 
@@ -60,17 +65,17 @@ def test_a_solved_seed_stops_counting_while_the_others_go_on():
     assert results[0].solved and results[0].npe == trainer.npe_done <= 64 * 40  # stopped at its first solve
 
 
-@pytest.mark.parametrize("algo", ["ppo", "pqt", "ga"])
+@pytest.mark.parametrize("algo", ["ppo", "mutation", "pqt", "ga"])
 def test_resume_gives_bitwise_the_same_next_updates(tmp_path, algo):
     base = TrainConfig(task="reverse-tune", algo=algo, npe=10_000, max_len=10, seeds=(3, 4),
                        algo_config=small_config(algo), **FAST)
-    straight = Trainer(dataclasses.replace(base, max_train_steps=4))
+    straight = Trainer(dataclasses.replace(base, max_train_steps=5))
     straight.run()
     path = str(tmp_path / "run.pt")
-    first = Trainer(dataclasses.replace(base, max_train_steps=2, checkpoint=path, checkpoint_every=1))
+    first = Trainer(dataclasses.replace(base, max_train_steps=3, checkpoint=path, checkpoint_every=1))
     first.run()
-    resumed = Trainer(dataclasses.replace(base, max_train_steps=4, resume=path))
-    assert resumed.step_count == 2
+    resumed = Trainer(dataclasses.replace(base, max_train_steps=5, resume=path))
+    assert resumed.step_count == 3  # mid-way between two policy updates of ppo (update_every=2)
     resumed.run()
     _assert_same(straight.algorithm.state_dict(), resumed.algorithm.state_dict())
     assert straight.npe.tolist() == resumed.npe.tolist()
@@ -101,15 +106,16 @@ def test_resume_refuses_other_settings(tmp_path):
 
 
 def test_a_seed_trains_the_same_alone_or_batched():
-    config = TrainConfig(task="reverse-tune", algo="ppo", npe=10_000, max_len=8, max_train_steps=3,
+    config = TrainConfig(task="reverse-tune", algo="ppo", npe=10_000, max_len=8, max_train_steps=4,
                          algo_config=small_config("ppo"), **FAST)
     alone = Trainer(dataclasses.replace(config, seeds=(5,)))
     alone.run()
     batched = Trainer(dataclasses.replace(config, seeds=(5, 6)))
     batched.run()
-    for (name, a), b in zip(alone.algorithm.policy.state_dict().items(), batched.algorithm.policy.state_dict().values()):
+    for (name, a), b in zip(alone.algorithm.editor.state_dict().items(), batched.algorithm.editor.state_dict().values()):
         assert torch.allclose(a[0], b[0], atol=1e-5), name
-    assert not torch.allclose(batched.algorithm.policy.w_logits[0], batched.algorithm.policy.w_logits[1])
+    assert torch.equal(alone.algorithm.islands.tokens[0], batched.algorithm.islands.tokens[0])
+    assert not torch.equal(batched.algorithm.islands.tokens[0], batched.algorithm.islands.tokens[1])
 
 
 def test_bad_settings_raise_clear_errors():
@@ -117,41 +123,20 @@ def test_bad_settings_raise_clear_errors():
         TrainConfig(algo="ppp")
     with pytest.raises(ValueError, match="npe must be a positive int"):
         TrainConfig(npe=0)
+    with pytest.raises(ValueError, match="seconds must be None or a finite number > 0"):
+        TrainConfig(seconds=float("nan"))
     with pytest.raises(ValueError, match="seeds must be distinct"):
         TrainConfig(seeds=(1, 1))
     with pytest.raises(TypeError, match="PPOConfig"):
         agents.make("ppo", GAConfig(), (0,), 10, torch.device("cpu"))
-    with pytest.raises(ValueError, match="num_minibatches=3 must divide batch_size=8"):
-        PPOConfig(batch_size=8, num_minibatches=3)
+    with pytest.raises(ValueError, match="islands=3 must divide batch_size=8"):
+        PPOConfig(batch_size=8, islands=3)
 
 
-def _seeded_agent(writer: str):
-    config = PPOConfig(batch_size=16, queue_size=2, seed_prob=1.0, seed_writer=writer, seed_edits=1,
-                       seed_window=1)
-    agent = PPO(config, seeds=(0,), max_len=12, device=torch.device("cpu"))
-    queued = torch.tensor([[[3, 3, 3, 3, 3, 3, 7, 0, 0, 0, 0, 0]]])
-    agent.queue.push(queued, torch.tensor([[0.5]]))
-    return agent, queued[0, 0]
-
-
-def _differs_by_one_edit(program: list[int], source: list[int]) -> bool:
-    """program == source[:i] + [one new token] + source[i + k:] for some i and k in 0, 1, 2, or the new
-    token was EOS: program == source[:i] (compared up to EOS)."""
-    p, s = program[: (program + [0]).index(0)], source[: (source + [0]).index(0)]
-    return any(p == s[:i] or (p[:i] == s[:i] and p[i + 1:] == s[i + k:]) for i in range(len(s) + 1)
-               for k in (0, 1, 2))
-
-
-@pytest.mark.parametrize("writer", ["policy", "random"])
-def test_later_rounds_are_edits_of_queued_programs(writer):
-    agent, source = _seeded_agent(writer)
-    first = agent.propose(torch.zeros((1, 16), dtype=torch.int64)).clone()
-    assert not (first == source).all(-1).all()  # round 1: the policy writes from scratch
-    tokens = agent.propose(torch.ones((1, 16), dtype=torch.int64))  # round 2: seeded
-    for row in range(16):
-        assert _differs_by_one_edit(tokens[0, row].tolist(), source.tolist())
-    decisions = agent.rollout.decisions[0]
-    if writer == "random":
-        assert not decisions.any()  # mutations are not policy decisions
-    else:
-        assert (decisions.sum(-1) >= 1).all() and (decisions.sum(-1) <= 1 + 1).all()
+def test_a_time_budget_stops_the_job_within_one_sync_interval():
+    trainer = Trainer(TrainConfig(task="reverse", algo="random", seconds=0.3, max_len=20, log_every=2,
+                                  algo_config=RandomConfig(batch_size=64), log_dir=None, progress=False))
+    results = trainer.run()
+    steps_after = sum(1 for t in trainer.step_seconds if t >= 0.3)
+    assert 1 <= steps_after <= 2  # the step that crossed the budget, then at most up to the next sync point
+    assert not results[0].solved and results[0].seconds == pytest.approx(trainer.elapsed)

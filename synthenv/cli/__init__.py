@@ -28,11 +28,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     import tyro
 
     configs = {name: getattr(importlib.import_module(module), cls) for name, (module, cls) in COMMANDS.items()}
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["train"]:  # the chosen algorithm's config fields become options of their own
+        from synthenv.cli.train import algo_from_argv, command_type
+
+        configs["train"] = command_type(algo_from_argv(args[1:]))
     config = tyro.extras.subcommand_cli_from_dict(
         configs,
         prog="synthenv",
         description="synthenv: compile, run and score BF programs at scale; train synthesis agents.",
-        args=argv,
+        args=args,
     )
     try:
         return int(config.run() or 0)

@@ -1,0 +1,91 @@
+"""``Feedback``: what the env reports about one batch of programs, as the agents read it.
+
+The trainer turns one program-mode step into a ``Feedback`` for the S members x B programs it
+holds: rewards, solved flags and the per-case results the env's observation carries (which
+cases passed, how each ended, what was printed). ``features`` condenses the per-case results
+into F numbers per program that do not depend on the task's number of cases, so that a policy
+can condition its edits on them (``agents.editor``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from synthenv.language import Status
+
+FEATURES = ("reward", "passed", "failed", "too_short", "too_long", "wrong_values", "case_reward", "length",
+            "positions_right")
+"""Names of the ``features`` columns, in order."""
+NUM_FEATURES = len(FEATURES)  # F
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """One batch of programs and their results, ``[S, B, ...]`` for S members of B programs.
+
+    Attributes:
+        tokens: ``[S, B, L]`` int64 programs (EOS-padded).
+        rewards: ``[S, B]`` float32 PQT reward (1.0 = solved).
+        solved: ``[S, B]`` bool.
+        program_status: ``[S, B]`` int8 ``Status`` of each program.
+        case_passed: ``[S, B, K]`` bool, the case printed exactly its expected output.
+        case_status: ``[S, B, K]`` int8 ``Status`` per case.
+        features: ``[S, B, F]`` float32 summary of the per-case results (``FEATURES``).
+    """
+
+    tokens: torch.Tensor
+    rewards: torch.Tensor
+    solved: torch.Tensor
+    program_status: torch.Tensor
+    case_passed: torch.Tensor
+    case_status: torch.Tensor
+    features: torch.Tensor
+
+
+def feedback_features(obs: dict[str, torch.Tensor], expected: torch.Tensor, expected_lengths: torch.Tensor,
+                      max_len: int) -> torch.Tensor:
+    """``[N, F]`` float32 features from a program-mode observation of N programs.
+
+    Args:
+        obs: the env's observation fields ``program [N, L]``, ``reward [N]``, ``case_passed``,
+            ``case_status``, ``case_rewards``, ``output_lengths`` ``[N, K]`` and ``outputs [N, K, O]``.
+        expected: ``[K, M]`` the task's expected outputs (zero-padded), M <= O.
+        expected_lengths: ``[K]``.
+        max_len: L, to scale the program length to [0, 1].
+
+    >>> obs = {"program": torch.tensor([[8, 7, 0]]), "reward": torch.tensor([1.0]),
+    ...        "case_passed": torch.tensor([[1]], dtype=torch.int8), "case_status": torch.tensor([[0]]),
+    ...        "case_rewards": torch.tensor([[4.0]]), "output_lengths": torch.tensor([[1]]),
+    ...        "outputs": torch.tensor([[[5]]])}
+    >>> feedback_features(obs, torch.tensor([[5]]), torch.tensor([1]), max_len=3).tolist()
+    [[1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.6666666865348389, 1.0]]
+    """
+    status = obs["case_status"]
+    ok = status == Status.OK  # [N, K]
+    failed = ~ok.all(1)  # [N]
+    lengths, wanted = obs["output_lengths"].long(), expected_lengths.long()[None]  # [N, K], [1, K]
+    passed = obs["case_passed"].bool()
+    num_cases = status.shape[1]
+    width = expected.shape[1]
+    produced = obs["outputs"][..., :width].long()  # [N, K, M]
+    t = torch.arange(width, device=expected.device)
+    in_target = t < wanted[..., None]  # [1, K, M]
+    right = (produced == expected[None].long()) & (t < lengths[..., None]) & in_target
+    positions = in_target.sum((1, 2)).clamp(min=1)  # [1]
+
+    def rate(mask: torch.Tensor) -> torch.Tensor:
+        return (mask & ok).float().sum(1) / num_cases
+
+    return torch.stack([
+        obs["reward"].float(),
+        passed.float().mean(1),
+        failed.float(),
+        rate(lengths < wanted),
+        rate(lengths > wanted),
+        rate((lengths == wanted) & ~passed),
+        obs["case_rewards"].float().mean(1) / 4.0,
+        torch.cumprod(obs["program"] != 0, dim=1).sum(1).float() / max_len,
+        (right & ok[..., None]).float().sum((1, 2)) / positions,
+    ], dim=1)

@@ -1,0 +1,112 @@
+"""Island populations for the evolutionary inner loop of the default agent, batched over members.
+
+Each of S members keeps G islands of M programs (with their rewards and feedback features).
+Islands evolve independently: every generation each island breeds C children from its own
+programs, and keeps the M best unique programs among its old ones and its children
+(``merge``). An island whose best reward has not improved for ``patience`` generations is
+restarted: its programs are replaced by fresh ones and forgotten (reward -inf), so its next
+children are variants of fresh programs and they refill it. Restarts turn one long search
+that gets stuck into many short independent ones, which is what the measured runs need:
+solve times are heavy-tailed (BENCHMARKS.md).
+
+Everything is fixed-shape tensor code: no Python loop over islands or programs, no host sync.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .variation import first_occurrences, member_uniform
+
+EMPTY = float("-inf")
+"""Reward of a program that has not been run (a fresh slot of a restarted island)."""
+
+
+class Islands:
+    """G islands of M programs for each of S members.
+
+    Attributes:
+        tokens: ``[S, G, M, L]`` int64 programs, best first within each island.
+        rewards: ``[S, G, M]`` float32 (``EMPTY`` for programs not run yet).
+        features: ``[S, G, M, F]`` float32 feedback features (``agents.feedback``).
+        best: ``[S, G]`` best reward each island reached since its last restart.
+        stale: ``[S, G]`` int64 generations since the island's best last improved.
+        restarts: ``[S]`` int64 restarts so far.
+
+    >>> gens = [torch.Generator().manual_seed(0)]
+    >>> islands = Islands(torch.zeros((1, 2, 3, 5), dtype=torch.int64), num_features=4)
+    >>> tokens, features, rewards = islands.sample_parents(gens, 6)
+    >>> tuple(tokens.shape), tuple(features.shape)
+    ((1, 2, 6, 5), (1, 2, 6, 4))
+    """
+
+    def __init__(self, tokens: torch.Tensor, num_features: int):
+        s, g, m, _ = tokens.shape
+        device = tokens.device
+        self.tokens = tokens
+        self.rewards = torch.full((s, g, m), EMPTY, dtype=torch.float32, device=device)
+        self.features = torch.zeros((s, g, m, num_features), dtype=torch.float32, device=device)
+        self.best = torch.full((s, g), EMPTY, dtype=torch.float32, device=device)
+        self.stale = torch.zeros((s, g), dtype=torch.int64, device=device)
+        self.restarts = torch.zeros(s, dtype=torch.int64, device=device)
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        return tuple(self.tokens.shape)
+
+    def sample_parents(self, generators: list[torch.Generator], count: int):
+        """``count`` parents per island, uniform over its M programs (with replacement).
+
+        Returns:
+            ``(tokens [S, G, C, L], features [S, G, C, F], rewards [S, G, C])``.
+        """
+        s, g, m, length = self.shape
+        index = (member_uniform(generators, (g, count), self.tokens.device) * m).long()  # [S, G, C]
+        tokens = self.tokens.gather(2, index[..., None].expand(-1, -1, -1, length))
+        features = self.features.gather(2, index[..., None].expand(-1, -1, -1, self.features.shape[-1]))
+        return tokens, features, self.rewards.gather(2, index)
+
+    def merge(self, children: torch.Tensor, rewards: torch.Tensor, features: torch.Tensor, fresh: torch.Tensor,
+              patience: int) -> torch.Tensor:
+        """Keep each island's M best unique programs among its own and its ``children [S, G, C, L]``
+        (``rewards [S, G, C]``, ``features [S, G, C, F]``); restart islands stale for ``patience``
+        generations with ``fresh [S, G, M, L]`` programs.
+
+        Returns ``[S, G]`` bool, the islands that were restarted.
+        """
+        s, g, m, length = self.shape
+        c = children.shape[2]
+        tokens = torch.cat([self.tokens, children], dim=2).view(s * g, m + c, length)
+        scores = torch.cat([self.rewards, rewards.float()], dim=2).view(s * g, m + c)
+        feats = torch.cat([self.features, features], dim=2).view(s * g, m + c, -1)
+        # ties keep the island's own program first (stable sort), then the earlier child
+        first = first_occurrences(tokens, scores > EMPTY) | (scores == EMPTY)
+        ranked = torch.where(first, scores, EMPTY)
+        order = torch.sort(ranked, dim=1, descending=True, stable=True).indices[:, :m]  # [S*G, M]
+        self.tokens = tokens.gather(1, order[..., None].expand(-1, -1, length)).view(s, g, m, length)
+        self.rewards = ranked.gather(1, order).view(s, g, m)
+        self.features = feats.gather(1, order[..., None].expand(-1, -1, feats.shape[-1])).view(s, g, m, -1)
+        top = self.rewards[..., 0]  # [S, G]
+        improved = top > self.best
+        self.best = torch.where(improved, top, self.best)
+        self.stale = torch.where(improved, 0, self.stale + 1)
+        restart = self.stale >= patience  # [S, G]
+        self.tokens = torch.where(restart[..., None, None], fresh, self.tokens)
+        self.rewards = torch.where(restart[..., None], EMPTY, self.rewards)
+        self.features = torch.where(restart[..., None, None], 0.0, self.features)
+        self.best = torch.where(restart, EMPTY, self.best)
+        self.stale = torch.where(restart, 0, self.stale)
+        self.restarts = self.restarts + restart.sum(1)
+        return restart
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {name: getattr(self, name).clone() for name in ("tokens", "rewards", "features", "best", "stale",
+                                                                 "restarts")}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        if tuple(state["tokens"].shape) != self.shape:
+            raise ValueError(f"checkpoint islands have shape {tuple(state['tokens'].shape)}, this run needs "
+                             f"{self.shape} (members, islands, island size, max_len); use the same settings")
+        device = self.tokens.device
+        for name, value in state.items():
+            setattr(self, name, value.to(device).clone())

@@ -1,0 +1,206 @@
+"""Variation operators on batches of programs, on the device: edits, splices, fresh programs, hashing.
+
+Programs are canonical token rows ``[..., L]``: commands 1..8 up to the program's length,
+EOS (0) after it. Every operator here maps canonical rows to canonical rows of the same width,
+so a child is always a valid program of at most ``L`` tokens; none loops over programs and none
+synchronises with the host.
+
+An *edit* of a program is up to E point edits, each ``(position, kind, token)``:
+
+- ``SUBSTITUTE``: the token at ``position`` becomes ``token`` (at the end: appends it);
+- ``INSERT``: ``token`` is inserted before ``position`` (a full program drops its last token);
+- ``DELETE``: the token at ``position`` is removed.
+
+Positions index the *parent*: ``apply_edits`` applies a program's edits from the highest
+position down, so an edit never moves the place another one refers to. Random mutation
+(``random_edits``) and the learned edit policy (``agents.editor``) write edits in this one
+format, which is what lets the policy imitate edits that random mutation found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from synthenv.language import EOS, VOCAB_SIZE
+
+SUBSTITUTE, INSERT, DELETE = range(3)
+NUM_KINDS = 3
+NUM_COMMANDS = VOCAB_SIZE - 1  # tokens 1..8
+
+_HASH_SEED = 0x5EED5
+"""Seed of the fixed per-position multipliers of ``row_hashes`` (any fixed value works)."""
+
+
+def member_uniform(generators: list[torch.Generator], shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """``[S, *shape]`` float32 uniform in [0, 1), member s drawn from ``generators[s]`` only."""
+    return torch.stack([torch.rand(shape, generator=g, device=device) for g in generators])
+
+
+def member_commands(generators: list[torch.Generator], shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """``[S, *shape]`` int64 tokens uniform over the eight commands (1..8)."""
+    return torch.stack([torch.randint(1, VOCAB_SIZE, shape, generator=g, device=device) for g in generators])
+
+
+def program_lengths(tokens: torch.Tensor) -> torch.Tensor:
+    """``[...]`` int64: tokens before the first EOS of each row of ``tokens [..., L]``."""
+    return torch.cumprod(tokens != EOS, dim=-1).sum(-1)
+
+
+def canonical(tokens: torch.Tensor) -> torch.Tensor:
+    """Rows with everything from the first EOS on set to EOS (the form every agent pushes)."""
+    return tokens * torch.cumprod(tokens != EOS, dim=-1)
+
+
+def random_programs(generators: list[torch.Generator], shape: tuple[int, ...], max_len: int, longest: int,
+                    device: torch.device) -> torch.Tensor:
+    """``[S, *shape, L]`` uniform random programs with lengths uniform in ``[1, longest]``.
+
+    >>> gens = [torch.Generator().manual_seed(0)]
+    >>> programs = random_programs(gens, (4,), max_len=6, longest=3, device=torch.device("cpu"))
+    >>> tuple(programs.shape), bool((program_lengths(programs) <= 3).all())
+    ((1, 4, 6), True)
+    """
+    longest = max(1, min(longest, max_len))
+    lengths = 1 + (member_uniform(generators, shape, device) * longest).long()  # [S, *shape]
+    tokens = member_commands(generators, (*shape, max_len), device)
+    return torch.where(torch.arange(max_len, device=device) < lengths[..., None], tokens, EOS)
+
+
+@dataclass(frozen=True)
+class Edits:
+    """Up to E point edits per program, for programs ``[..., L]`` (see the module docstring).
+
+    Attributes:
+        positions: ``[..., E]`` int64, where in the parent (0 .. its length).
+        kinds: ``[..., E]`` int64, ``SUBSTITUTE``, ``INSERT`` or ``DELETE``.
+        tokens: ``[..., E]`` int64 commands 1..8 (ignored by ``DELETE``).
+        active: ``[..., E]`` bool; inactive edits change nothing.
+    """
+
+    positions: torch.Tensor
+    kinds: torch.Tensor
+    tokens: torch.Tensor
+    active: torch.Tensor
+
+    @property
+    def count(self) -> torch.Tensor:
+        """``[...]`` int64 active edits per program."""
+        return self.active.sum(-1)
+
+
+def random_edits(generators: list[torch.Generator], parents: torch.Tensor, max_edits: int) -> Edits:
+    """Uniform point edits of ``parents [S, N, L]``: 1 .. ``max_edits`` per program (uniform),
+    each a substitution, insertion or deletion (uniform; an empty program can only grow) at a
+    uniform position, writing a uniform command.
+
+    >>> gens = [torch.Generator().manual_seed(1)]
+    >>> parents = torch.tensor([[[3, 3, 7, 0]]])
+    >>> children = apply_edits(parents, random_edits(gens, parents, max_edits=2))
+    >>> bool((children != parents).any()), tuple(children.shape)
+    (True, (1, 1, 4))
+    """
+    s, n, length = parents.shape
+    device = parents.device
+    draws = member_uniform(generators, (n, max_edits, 4), device)  # count, kind, position, token
+    lengths = program_lengths(parents)[..., None]  # [S, N, 1]
+    count = 1 + (draws[..., 0, 0] * max_edits).long()  # [S, N]
+    kinds = (draws[..., 1] * NUM_KINDS).long()  # [S, N, E]
+    kinds = torch.where(lengths == 0, INSERT, kinds)  # nothing to substitute or delete
+    room = lengths + ((kinds == INSERT) & (lengths < length)).long()  # appending needs a free slot
+    positions = (draws[..., 2] * room).long()
+    tokens = 1 + (draws[..., 3] * NUM_COMMANDS).long()
+    active = torch.arange(max_edits, device=device) < count[..., None]
+    return Edits(positions, kinds, tokens, active)
+
+
+def _apply_one(programs: torch.Tensor, position: torch.Tensor, kind: torch.Tensor, token: torch.Tensor,
+               active: torch.Tensor) -> torch.Tensor:
+    """One point edit per row of ``programs [..., L]`` (``position`` etc. ``[...]``)."""
+    length = programs.shape[-1]
+    t = torch.arange(length, device=programs.device)
+    p, k = position[..., None], kind[..., None]
+    source = torch.where(t < p, t, torch.where(k == INSERT, t - 1, torch.where(k == DELETE, t + 1, t)))
+    moved = programs.gather(-1, source.clamp(0, length - 1))  # [..., L]
+    moved = torch.where(source >= length, EOS, moved)  # a deletion pulls EOS in at the end
+    edited = torch.where((t == p) & (k != DELETE), token[..., None], moved)
+    return torch.where(active[..., None], edited, programs)
+
+
+def apply_edits(parents: torch.Tensor, edits: Edits) -> torch.Tensor:
+    """The children: each parent ``[..., L]`` with its edits applied, highest position first."""
+    order = torch.where(edits.active, edits.positions, -1).argsort(dim=-1, descending=True, stable=True)
+    pick = lambda x: x.gather(-1, order)  # noqa: E731
+    positions, kinds, tokens, active = pick(edits.positions), pick(edits.kinds), pick(edits.tokens), pick(edits.active)
+    children = parents
+    for e in range(positions.shape[-1]):
+        children = _apply_one(children, positions[..., e], kinds[..., e], tokens[..., e], active[..., e])
+    return canonical(children)
+
+
+def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: torch.Tensor) -> torch.Tensor:
+    """Crossover of variable-length programs: ``first[:i] + second[j:j+w] + first[m:]``.
+
+    Cut points are uniform: ``i <= m`` within the first program, ``j`` and ``w`` within the
+    second; the child is cut at ``L`` tokens. With ``w = 0`` it is a deletion of
+    ``first[i:m]``; with ``i = m`` an insertion of a piece of the second. ``[S, N, L]`` each.
+
+    >>> gens = [torch.Generator().manual_seed(0)]
+    >>> child = splice(gens, torch.tensor([[[1, 1, 1, 0, 0]]]), torch.tensor([[[2, 2, 0, 0, 0]]]))
+    >>> set(child.flatten().tolist()) <= {0, 1, 2}
+    True
+    """
+    s, n, length = firsts.shape
+    device = firsts.device
+    draws = member_uniform(generators, (n, 4), device)
+    len_a, len_b = program_lengths(firsts), program_lengths(seconds)  # [S, N]
+    i = (draws[..., 0] * (len_a + 1)).long()
+    m = i + (draws[..., 1] * (len_a - i + 1)).long()  # the first program resumes at m >= i
+    j = (draws[..., 2] * (len_b + 1)).long()
+    w = (draws[..., 3] * (len_b - j + 1)).long()
+    t = torch.arange(length, device=device)
+    i, m, j, w = i[..., None], m[..., None], j[..., None], w[..., None]
+    from_a = torch.where(t < i, t, m + t - i - w)  # [S, N, L] source position in the first program
+    a = torch.where(from_a < length, firsts.gather(-1, from_a.clamp(0, length - 1)), EOS)
+    b = seconds.gather(-1, (j + t - i).clamp(0, length - 1))
+    child = torch.where((t >= i) & (t < i + w), b, a)
+    total = i + w + len_a[..., None] - m
+    return canonical(torch.where(t < total, child, EOS))
+
+
+def _hash_multipliers(length: int, device: torch.device) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(_HASH_SEED)
+    odd = torch.randint(-(2**62), 2**62, (length,), generator=generator, dtype=torch.int64) | 1
+    return odd.to(device)
+
+
+def row_hashes(tokens: torch.Tensor) -> torch.Tensor:
+    """``[...]`` int64 hash of each row of ``tokens [..., L]``: sum of token x fixed random odd
+    multiplier per position, wrapping modulo 2^64. Equal rows hash equal; distinct rows collide
+    with probability about 2^-64 per pair (``first_occurrences`` never merges a collision)."""
+    return (tokens.long() * _hash_multipliers(tokens.shape[-1], tokens.device)).sum(-1)
+
+
+def first_occurrences(tokens: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """``[S, M]`` bool: row m of ``tokens [S, M, L]`` is the first valid copy of itself in its group.
+
+    O(M log M) per group: rows are sorted by hash (stable, so the earlier copy stays first)
+    and compared exactly with their sorted neighbour. Invalid rows (``valid`` False) are never
+    first and never hide a valid row. Equals the quadratic pairwise comparison (tested).
+
+    >>> first_occurrences(torch.tensor([[[1, 2], [3, 0], [1, 2], [3, 0]]])).tolist()
+    [[True, True, False, False]]
+    """
+    s, m, length = tokens.shape
+    hashes = row_hashes(tokens)  # [S, M]
+    if valid is not None:
+        # invalid rows sort after every valid one (by a hash no valid row can have beyond ties)
+        hashes = torch.where(valid, hashes, torch.iinfo(torch.int64).max)
+    order = hashes.argsort(dim=1, stable=True)  # [S, M]
+    rows = tokens.gather(1, order[..., None].expand(-1, -1, length))
+    same = (rows[:, 1:] == rows[:, :-1]).all(-1) & (hashes.gather(1, order[:, 1:]) == hashes.gather(1, order[:, :-1]))
+    first_sorted = torch.nn.functional.pad(~same, (1, 0), value=True)  # [S, M]
+    if valid is not None:
+        first_sorted = first_sorted & valid.gather(1, order)
+    return torch.zeros_like(first_sorted).scatter(1, order, first_sorted)

@@ -1,0 +1,161 @@
+"""Variation operators, hashed de-duplication and the edit policy's action space."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from synthenv.agents.editor import EditorConfig, EditPolicy, edit_log_probs
+from synthenv.agents.priority_queue import EMPTY, ProgramQueue
+from synthenv.agents.variation import (DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, canonical, first_occurrences,
+                                       program_lengths, random_edits, random_programs, row_hashes, splice)
+from synthenv.language import decode_batch, encode_batch
+
+CPU = torch.device("cpu")
+
+
+def _generators(count: int, seed: int = 0) -> list[torch.Generator]:
+    return [torch.Generator().manual_seed(seed + i) for i in range(count)]
+
+
+def _assert_canonical(programs: torch.Tensor, max_len: int) -> None:
+    assert programs.shape[-1] == max_len
+    assert programs.min() >= 0 and programs.max() <= 8
+    assert torch.equal(programs, canonical(programs))  # nothing after the first EOS
+
+
+def _quadratic_first(tokens: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """The reference: a valid row is first unless an equal valid row comes before it."""
+    same = (tokens[:, :, None, :] == tokens[:, None, :, :]).all(-1)  # [S, M, M]
+    m = tokens.shape[1]
+    earlier = torch.ones((m, m), dtype=torch.bool).tril(-1)
+    return valid & ~(same & earlier & valid[:, None, :]).any(-1)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_hashed_first_occurrences_equal_the_quadratic_comparison(seed):
+    generator = torch.Generator().manual_seed(seed)
+    pool = torch.randint(0, 3, (3, 20, 4), generator=generator)  # small alphabet: many duplicates
+    tokens = pool[:, torch.randint(0, 20, (60,), generator=generator)]  # [S, 60, L] with repeats
+    valid = torch.rand(3, 60, generator=generator) < 0.8
+    assert torch.equal(first_occurrences(tokens, valid), _quadratic_first(tokens, valid))
+    assert torch.equal(first_occurrences(tokens), _quadratic_first(tokens, torch.ones_like(valid)))
+
+
+def _quadratic_push(queue_tokens, queue_rewards, tokens, rewards, capacity):
+    """The queue's original O(M^2) push, kept as the reference."""
+    candidates = torch.cat([queue_tokens, tokens], dim=1)
+    scores = torch.cat([queue_rewards, rewards.float()], dim=1)
+    duplicate = ~_quadratic_first(candidates, scores > EMPTY) & (scores > EMPTY)
+    scores = torch.where(duplicate, EMPTY, scores)
+    order = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :capacity]
+    return candidates.gather(1, order[..., None].expand(-1, -1, candidates.shape[2])), scores.gather(1, order)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_hashed_queue_push_equals_the_quadratic_push_with_duplicates_and_ties(seed):
+    generator = torch.Generator().manual_seed(seed)
+    queue = ProgramQueue(2, 6, 5, CPU)
+    reference_tokens, reference_rewards = queue.tokens.clone(), queue.rewards.clone()
+    for _ in range(4):
+        tokens = torch.randint(0, 3, (2, 30, 5), generator=generator)
+        rewards = torch.randint(0, 4, (2, 30), generator=generator).float() / 4  # many ties
+        queue.push(tokens, rewards)
+        reference_tokens, reference_rewards = _quadratic_push(reference_tokens, reference_rewards, tokens, rewards, 6)
+        assert torch.equal(queue.tokens, reference_tokens) and torch.equal(queue.rewards, reference_rewards)
+
+
+def test_queue_extras_follow_their_programs():
+    queue = ProgramQueue(1, 2, 3, CPU, extras={"tag": ((), torch.int64)})
+    queue.push(torch.tensor([[[1, 0, 0], [2, 0, 0], [3, 0, 0]]]), torch.tensor([[0.25, 0.75, 0.5]]),
+               tag=torch.tensor([[10, 20, 30]]))
+    assert queue.extras["tag"].tolist() == [[20, 30]] and queue.rewards.tolist() == [[0.75, 0.5]]
+
+
+def test_row_hashes_are_equal_for_equal_rows_and_differ_for_these():
+    rows = encode_batch([",[>,]+[,<.]", ",[>,]+[,<.]", ",[>,]+[,.<]", ""], 12)
+    hashes = row_hashes(rows).tolist()
+    assert hashes[0] == hashes[1] and len(set(hashes)) == 3
+
+
+def _edits(positions, kinds, tokens) -> Edits:
+    t = lambda values: torch.tensor([[values]])  # noqa: E731  [S=1, N=1, E]
+    return Edits(t(positions), t(kinds), t(tokens), torch.ones((1, 1, len(positions)), dtype=torch.bool))
+
+
+@pytest.mark.parametrize("edits, expected", [
+    (([1], [SUBSTITUTE], [3]), ",+>"),          # the `[` at 1 becomes `+`
+    (([0], [INSERT], [7]), ".,[>"),             # insert before the first token
+    (([3], [INSERT], [7]), ",[>."),             # append at the end (position = length)
+    (([1], [DELETE], [1]), ",>"),               # delete the `[`
+    (([0, 2], [DELETE, INSERT], [1, 7]), "[.>"),  # positions index the parent: both apply as written
+])
+def test_point_edits_do_what_they_say(edits, expected):
+    parent = encode_batch([",[>"], 6)[None]
+    assert decode_batch(apply_edits(parent, _edits(*edits))[0]) == [expected]
+
+
+def test_inserting_into_a_full_program_drops_its_last_token():
+    parent = encode_batch(["+-+"], 3)[None]
+    assert decode_batch(apply_edits(parent, _edits([0], [INSERT], [7]))[0]) == [".+-"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_variants_stay_valid_programs_within_max_len(seed):
+    gens = _generators(2, seed)
+    parents = random_programs(gens, (400,), 12, 12, CPU)
+    parents[:, :20] = 0  # some empty programs: they can only grow
+    for _ in range(6):  # a few generations of variants of variants
+        edits = random_edits(gens, parents, max_edits=3)
+        assert ((edits.count >= 1) & (edits.count <= 3)).all()
+        lengths = program_lengths(parents)[..., None]
+        assert (edits.positions <= lengths).all() and ((edits.positions < lengths) | (edits.kinds == INSERT)).all()
+        children = apply_edits(parents, edits)
+        _assert_canonical(children, 12)
+        change = (program_lengths(children) - program_lengths(parents)).abs()
+        assert (change <= 3).all()
+        parents = children
+
+
+def test_splice_is_a_valid_program_made_of_its_parents_pieces():
+    gens = _generators(1)
+    firsts = encode_batch(["++++++"] * 200, 8)[None]
+    seconds = encode_batch([".."] * 200, 8)[None]
+    children = splice(gens, firsts, seconds)
+    _assert_canonical(children, 8)
+    texts = decode_batch(children[0])
+    assert all(set(t) <= {"+", "."} and t.count(".") <= 2 for t in texts)
+    assert len(set(texts)) > 5  # cut points vary
+
+
+def test_random_programs_have_lengths_in_range():
+    programs = random_programs(_generators(2), (300,), 10, 4, CPU)
+    lengths = program_lengths(programs)
+    _assert_canonical(programs, 10)
+    assert lengths.min() == 1 and lengths.max() == 4
+
+
+def test_the_edit_policy_samples_valid_edits_with_their_log_probabilities():
+    gens = _generators(2, 7)
+    policy = EditPolicy(EditorConfig(max_edits=3), 2, num_features=9, generators=gens, device=CPU)
+    parents = random_programs(gens, (64,), 10, 10, CPU)
+    parents[:, :4] = 0  # empty programs
+    features = torch.rand(2, 64, 9)
+    edits, log_probs = policy.sample(parents, features, gens)
+    lengths = program_lengths(parents)[..., None]
+    assert ((edits.positions <= lengths) & (edits.positions < 10 + (lengths < 10).long())).all()
+    assert ((edits.positions < lengths) | (edits.kinds == INSERT)).all()  # at the end only insertion
+    assert ((edits.tokens >= 1) & (edits.tokens <= 8)).all()
+    _assert_canonical(apply_edits(parents, edits), 10)
+    recomputed = edit_log_probs(policy(parents, features), edits)
+    assert torch.allclose(recomputed, log_probs, atol=1e-5) and (log_probs < 0).all()
+
+
+def test_the_edit_policy_scores_random_edits_finitely():
+    """Random mutation and the policy share one action space: the policy can imitate random edits."""
+    gens = _generators(1, 3)
+    policy = EditPolicy(EditorConfig(), 1, num_features=9, generators=gens, device=CPU)
+    parents = random_programs(gens, (200,), 10, 10, CPU)
+    edits = random_edits(gens, parents, max_edits=3)
+    log_probs = edit_log_probs(policy(parents, torch.zeros(1, 200, 9)), edits)
+    assert torch.isfinite(log_probs).all() and (log_probs > -100).all()
