@@ -31,6 +31,14 @@ RIGHT, LEFT, INC, DEC, OPEN, CLOSE, OUTPUT, INPUT = range(1, 9)
 
 _CHAR_TO_TOKEN = {c: i + 1 for i, c in enumerate(COMMANDS)}
 
+MAX_LEN = 4096
+"""The longest program (in tokens) that the envs and ``synthenv.score`` accept.
+
+PQT writes 100-token programs; 4096 leaves room for hand-written ones while keeping memory
+bounded: the neural compiler attends between bracket slots, quadratic in the length (one
+4096-token program takes about 50 MB there, 64 of them about 3 GB), and every env holds its
+``[N, L]`` state. A larger value is refused rather than left to exhaust memory."""
+
 DEFAULT_MAX_STEPS = 5000
 """PQT's execution step limit (``MAX_EXECUTION_STEPS`` in the original)."""
 
