@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import tempfile
+from pathlib import Path
 
 import torch
+
+from synthenv.errors import UserError
 
 SEED_LIMIT = 2**64
 """Seeds are ints in ``[0, SEED_LIMIT)``: what ``torch.Generator.manual_seed`` takes (a uint64)."""
@@ -154,3 +159,40 @@ def _resolve_cuda(parsed: torch.device, name: str) -> torch.device:
         raise ValueError(f"device {name!r} does not exist: this machine has {count} CUDA device(s), "
                          f"cuda:0 to cuda:{count - 1}")
     return torch.device("cuda", index)
+
+
+def require_writable(path: str | os.PathLike, what: str = "output", directory: bool = False) -> Path:
+    """Check, before any work is done, that ``path`` can be written; create its folders.
+
+    Args:
+        path: a file to be written (``directory=False``) or a folder to write into.
+        what: how the message names it (``"--json"``, ``"log dir"``...).
+        directory: ``path`` is a folder (created if missing) rather than a file.
+
+    Returns:
+        ``path`` as a ``Path``.
+
+    Raises:
+        UserError: a folder on the way is a file, ``path`` is a folder where a file is meant
+            (or the reverse), or nothing can be created there (permissions, read-only).
+
+    >>> import tempfile
+    >>> require_writable(tempfile.mkdtemp() + "/new/out.json", "--json").name
+    'out.json'
+    """
+    path = Path(path)
+    folder = path if directory else path.parent
+    try:
+        if not directory and path.is_dir():
+            raise IsADirectoryError(21, "it is a folder, not a file", str(path))
+        if directory and path.exists() and not path.is_dir():
+            raise NotADirectoryError(20, "it is a file, not a folder", str(path))
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".synthenv-write-check-"):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        where = f" ({error.filename})" if error.filename and str(error.filename) != str(path) else ""
+        raise UserError(f"{what} {str(path)!r} cannot be written: {reason}{where}; choose a path in a writable "
+                        "folder") from None
+    return path
