@@ -56,8 +56,9 @@ class BenchCommand:
     progress: bool = True
     """Show a progress bar."""
     model: bool = False
-    """Fit the latency model (synthenv.costmodel) per configuration and print predicted beside measured
-    programs/s (needs 2+ batch sizes), with predictions at --model-sizes, and the energy measured if any."""
+    """Fit the latency model (synthenv.costmodel) per configuration; print its predicted
+    programs per second beside the measured ones (needs 2+ batch sizes), predictions at
+    --model-sizes, and the energy if measured."""
     model_sizes: tuple[int, ...] = (256, 65536)
     """Batch sizes to extrapolate the latency model to (with --model)."""
 

@@ -19,12 +19,12 @@ class ScoreCommand:
     programs that start with '-', e.g. synthenv score --task add -- '-[+]' ',>,[<+>-]<.'"""
 
     programs: Annotated[tuple[str, ...], tyro.conf.Positional, tyro.conf.arg(metavar="PROGRAM")]
-    """BF programs ('_' = EOS ends a program; other characters than ><+-[]., are ignored, with a warning
-    unless they are spaces)."""
+    """BF programs ('_' = EOS ends a program; characters other than ><+-[]., and
+    spaces are ignored, with a warning)."""
     task: str = "reverse"
     """Task name ('synthenv tasks' lists them)."""
     backend: str = "traditional"
-    """Compiler backend: traditional or cpu."""
+    """Compiler backend: traditional, cpu, neural or hybrid."""
     engine: str = "auto"
     """Engine: auto, torch, native, cuda (reference with the cpu backend)."""
     device: str = "cpu"
