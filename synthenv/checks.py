@@ -187,12 +187,18 @@ def require_writable(path: str | os.PathLike, what: str = "output", directory: b
             raise IsADirectoryError(21, "it is a folder, not a file", str(path))
         if directory and path.exists() and not path.is_dir():
             raise NotADirectoryError(20, "it is a file, not a folder", str(path))
+        for parent in (folder, *folder.parents):  # the nearest existing folder on the way must be one
+            if parent.exists():
+                if not parent.is_dir():
+                    raise NotADirectoryError(20, f"'{parent}' is a file, not a folder", str(parent))
+                break
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".synthenv-write-check-"):
             pass
     except OSError as error:
         reason = error.strerror or str(error)
-        where = f" ({error.filename})" if error.filename and str(error.filename) != str(path) else ""
+        named = error.filename is not None and str(error.filename) not in (str(path), *reason.split("'"))
+        where = f" ({error.filename})" if named else ""
         raise UserError(f"{what} {str(path)!r} cannot be written: {reason}{where}; choose a path in a writable "
                         "folder") from None
     return path

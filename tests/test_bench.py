@@ -126,6 +126,12 @@ def test_an_unwritable_json_fails_before_measuring(tmp_path, capsys, monkeypatch
         assert err.count("\n") == 1 and err.startswith(f"synthenv bench: error: {option} ") and "writable" in err
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised when CUDA is missing")
+def test_cuda_without_cuda_is_a_clear_error(capsys):
+    assert main(["bench", "--device", "cuda", "--no-progress"]) == 2
+    assert "needs CUDA" in capsys.readouterr().err
+
+
 def test_ctrl_c_keeps_what_was_measured(tmp_path, capsys, monkeypatch):
     measure, calls = bench.measure, []
 

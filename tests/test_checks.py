@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from synthenv.checks import SEED_LIMIT, require_finite, require_finite_fields, require_seed, resolve_device
+from synthenv.checks import (
+    SEED_LIMIT,
+    require_finite,
+    require_finite_fields,
+    require_seed,
+    require_writable,
+    resolve_device,
+)
+from synthenv.errors import UserError
 
 
 @pytest.mark.parametrize(("value", "kwargs", "message"), [
@@ -72,3 +80,16 @@ def test_resolve_device():
     else:
         with pytest.raises(ValueError, match="'cuda:0' needs CUDA.*use device 'cpu' \\(--device cpu\\)"):
             resolve_device("cuda:0")
+
+
+def test_require_writable_creates_folders_and_refuses_what_cannot_be_written(tmp_path):
+    assert require_writable(tmp_path / "a" / "b" / "out.json", "--json") == tmp_path / "a" / "b" / "out.json"
+    assert (tmp_path / "a" / "b").is_dir() and list((tmp_path / "a" / "b").iterdir()) == []  # no probe file left
+    assert require_writable(tmp_path / "logs", "log dir", directory=True).is_dir()
+    (tmp_path / "file").write_text("")
+    cases = [(tmp_path / "file" / "out.json", False, f"'{tmp_path / 'file'}' is a file, not a folder"),
+             (tmp_path / "file" / "sub" / "out.json", False, f"'{tmp_path / 'file'}' is a file, not a folder"), (tmp_path, False, "folder, not a file"),
+             (tmp_path / "file", True, "a file, not a folder")]
+    for path, directory, reason in cases:
+        with pytest.raises(UserError, match=f"--out '{path}' cannot be written: .*{reason}.*writable folder"):
+            require_writable(path, "--out", directory=directory)

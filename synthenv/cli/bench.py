@@ -106,7 +106,7 @@ class BenchCommand:
         import torch
 
         from synthenv import bench, tasks
-        from synthenv.checks import require_writable
+        from synthenv.checks import require_writable, resolve_device
 
         for path, what in ((self.json, "--json"), (self.plot, "--plot")):  # fail now, not after the run
             if path is not None:
@@ -116,6 +116,7 @@ class BenchCommand:
         if self.torch_threads:
             torch.set_num_threads(self.torch_threads)
         device = self.device if self.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+        device = str(resolve_device(device))  # cuda without CUDA: a clear error, not a run of the references only
         caps = {("cpu", "reference"): self.cpu_programs, ("*", "torch"): self.torch_programs}
         records: list[bench.Record] = []
         try:
