@@ -87,9 +87,9 @@ def test_require_writable_creates_folders_and_refuses_what_cannot_be_written(tmp
     assert (tmp_path / "a" / "b").is_dir() and list((tmp_path / "a" / "b").iterdir()) == []  # no probe file left
     assert require_writable(tmp_path / "logs", "log dir", directory=True).is_dir()
     (tmp_path / "file").write_text("")
-    cases = [(tmp_path / "file" / "out.json", False, f"'{tmp_path / 'file'}' is a file, not a folder"),
-             (tmp_path / "file" / "sub" / "out.json", False, f"'{tmp_path / 'file'}' is a file, not a folder"), (tmp_path, False, "folder, not a file"),
-             (tmp_path / "file", True, "a file, not a folder")]
+    a_file = f"'{tmp_path / 'file'}' is a file, not a folder"
+    cases = [(tmp_path / "file" / "out.json", False, a_file), (tmp_path / "file" / "sub" / "out.json", False, a_file),
+             (tmp_path, False, "folder, not a file"), (tmp_path / "file", True, "a file, not a folder")]
     for path, directory, reason in cases:
         with pytest.raises(UserError, match=f"--out '{path}' cannot be written: .*{reason}.*writable folder"):
             require_writable(path, "--out", directory=directory)
