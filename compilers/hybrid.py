@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import torch
 
 from synthenv import ir
+from synthenv.checks import require_finite_fields
 from synthenv.execution import Execution
 from synthenv.scoring import Scores, score_outputs
 from synthenv.tasks import Task
@@ -52,6 +53,9 @@ class HybridConfig:
     """Also audit programs the neural model itself flags as inconsistent."""
     seed: int = 0
     """Seed of the random sample."""
+
+    def __post_init__(self) -> None:
+        require_finite_fields(self, "reward_threshold")  # any finite reward; 1.0 audits the solved ones only
 
 
 def _replace_rows(execution: Execution, rows: torch.Tensor, fixed: Execution) -> Execution:

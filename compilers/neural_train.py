@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from synthenv import language as lang
-from synthenv.checks import require_positive_int_fields
+from synthenv.checks import require_finite_fields, require_positive_int_fields
 from synthenv import workloads
 
 from . import traditional
@@ -56,10 +56,11 @@ class TrainConfig:
 
     def __post_init__(self):
         require_positive_int_fields(self, "steps", "batch_size", "length", "threads")
-        if not 0.0 <= self.truncate_prob <= 1.0:
-            raise ValueError(f"truncate_prob must be in [0, 1], got {self.truncate_prob!r}")
-        if self.lr <= 0:
-            raise ValueError(f"lr must be positive, got {self.lr!r}")
+        if not isinstance(self.warmup, int) or self.warmup < 0:
+            raise ValueError(f"warmup must be an int >= 0, got {self.warmup!r}")
+        require_finite_fields(self, "lr", "scalar_lr_scale", low=0, low_open=True)
+        require_finite_fields(self, "weight_decay", low=0)
+        require_finite_fields(self, "truncate_prob", low=0, high=1)
 
 
 def dense_brackets(num: int, length: int, generator: torch.Generator) -> torch.Tensor:

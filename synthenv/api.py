@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Union
 
+import numpy as np
 import torch
 
 from synthenv import tasks as task_registry
 from synthenv.execution import Execution
-from synthenv.language import VOCAB_SIZE, encode_batch
+from synthenv.checks import resolve_device
+from synthenv.language import MAX_LEN, VOCAB_SIZE, encode_batch
 from synthenv.pipeline import Evaluator
 from synthenv.scoring import Scores
 from synthenv.tasks import Task
@@ -61,28 +64,97 @@ class ScoreResult:
         return self.outputs[program, case, :length].tolist()
 
 
-def as_tokens(programs: Sequence[str] | torch.Tensor, device: torch.device | str | None = None) -> torch.Tensor:
-    """Validate programs (BF strings or an ``[N, L]`` token tensor) and return int64 tokens.
+PROGRAM_TYPES = ("BF strings (a list of str or bytes) or token ids (an [N, L] integer torch.Tensor or numpy "
+                 "array, or a list of int lists; 0 = EOS, 1..8 = '><+-[].,')")
+"""What ``score`` accepts as ``programs``, as its errors say."""
+
+Programs = Union[Sequence[str], Sequence[bytes], Sequence[Sequence[int]], np.ndarray, torch.Tensor]
+
+
+def as_tokens(programs: Programs, device: torch.device | str | None = None) -> torch.Tensor:
+    """Validate programs and return them as an ``[N, L]`` int64 token tensor.
+
+    Args:
+        programs: BF strings (``str`` or ``bytes``), or token ids as an ``[N, L]`` integer
+            tensor, numpy array or list of int lists (ragged lists are padded with EOS).
+        device: where to put the tokens (default: the tensor's own device, else the CPU).
+
+    Raises:
+        TypeError: ``programs`` is none of the accepted types (the message lists them).
+        ValueError: a token id out of range, a wrong shape, a meta tensor, or programs longer
+            than ``MAX_LEN`` tokens.
 
     # sync point: checks token ranges on the host; the envs validate cheaper, per step.
     """
+    if isinstance(programs, (str, bytes, bytearray)):
+        raise TypeError(f"programs must be {PROGRAM_TYPES}, got one {type(programs).__name__}; wrap it: [program]")
+    if isinstance(programs, np.ndarray):
+        programs = _from_numpy(programs)
+    elif isinstance(programs, Sequence) and len(programs) and all(
+            isinstance(p, (list, tuple, np.ndarray)) for p in programs):
+        programs = _from_id_lists(programs)
     if isinstance(programs, torch.Tensor):
-        if programs.dim() != 2:
-            raise ValueError(f"programs must be an [N, L] token tensor, got shape {tuple(programs.shape)}")
-        if programs.dtype.is_floating_point or programs.dtype.is_complex or programs.dtype == torch.bool:
-            raise TypeError(f"programs must hold integer token ids, got dtype {programs.dtype}; use .long()")
-        if programs.numel() and (int(programs.min()) < 0 or int(programs.max()) >= VOCAB_SIZE):
-            bad = programs[(programs < 0) | (programs >= VOCAB_SIZE)][0].item()
-            raise ValueError(f"token ids must be in [0, {VOCAB_SIZE}), got {bad}; 0 = EOS, 1..8 = '><+-[].,'")
-        tokens = programs.long()
-        return tokens.to(device) if device is not None else tokens
-    if isinstance(programs, str):
-        raise TypeError("programs must be a list of BF strings or a token tensor, got one str; wrap it: [program]")
-    return encode_batch(list(programs), device=device)
+        tokens = _checked_tensor(programs)
+    elif isinstance(programs, Sequence):
+        try:
+            tokens = encode_batch(programs)
+        except TypeError as error:
+            raise TypeError(f"{error}; programs must be {PROGRAM_TYPES}") from None
+    else:
+        raise TypeError(f"programs must be {PROGRAM_TYPES}, got {type(programs).__name__}"
+                        + ("; pass a list, e.g. list(programs)" if isinstance(programs, Iterable) else ""))
+    if tokens.shape[1] > MAX_LEN:
+        raise ValueError(f"programs have {tokens.shape[1]} tokens, more than the {MAX_LEN} that synthenv accepts "
+                         "(synthenv.language.MAX_LEN, to bound memory); shorten them or drop trailing EOS padding")
+    return tokens.to(device) if device is not None else tokens
+
+
+def _checked_tensor(programs: torch.Tensor) -> torch.Tensor:
+    if programs.device.type == "meta":
+        raise ValueError("programs is a tensor on the 'meta' device, which holds a shape but no token ids; create "
+                         "it on 'cpu' or 'cuda', e.g. torch.as_tensor(ids, device='cpu')")
+    if programs.dim() != 2:
+        raise ValueError(f"programs must be an [N, L] token tensor, got shape {tuple(programs.shape)}; a single "
+                         "program of L tokens is programs[None] ([1, L])")
+    if programs.dtype.is_floating_point or programs.dtype.is_complex or programs.dtype == torch.bool:
+        raise TypeError(f"programs must hold integer token ids, got dtype {programs.dtype}; use .long()")
+    low, high = torch.aminmax(programs) if programs.numel() else (0, 0)  # one pass over the tokens
+    if int(low) < 0 or int(high) >= VOCAB_SIZE:
+        bad = programs[(programs < 0) | (programs >= VOCAB_SIZE)][0].item()
+        raise ValueError(f"token ids must be in [0, {VOCAB_SIZE}), got {bad}; 0 = EOS, 1..8 = '><+-[].,'")
+    return programs.long()
+
+
+def _from_numpy(array: np.ndarray) -> torch.Tensor | list:
+    """An integer array -> its token tensor (copied); a 1-D array of strings -> a list of them."""
+    if array.dtype.kind in "iu":
+        return torch.from_numpy(np.array(array, dtype=np.int64))  # a copy: later edits of the array do not leak
+    if array.dtype.kind in "USO" and array.ndim == 1:
+        return array.tolist()
+    raise TypeError(f"a numpy array of programs must hold integer token ids ([N, L]) or strings ([N]), got dtype "
+                    f"{array.dtype} and shape {array.shape}; programs must be {PROGRAM_TYPES}")
+
+
+def _from_id_lists(rows: Sequence) -> torch.Tensor:
+    """A list of token-id lists -> an EOS-padded ``[N, L]`` tensor, converted exactly."""
+    lengths = [len(row) for row in rows]
+    flat = [token for row in rows for token in row]
+    bad = [t for t in flat if not isinstance(t, (int, np.integer)) or isinstance(t, (bool, np.bool_))][:1]
+    if bad:
+        bad = bad[0]
+        raise TypeError(f"a list of token-id lists must hold ints, got {bad!r} ({type(bad).__name__}); programs must "
+                        f"be {PROGRAM_TYPES}")
+    huge = [t for t in flat if not -2**63 <= t < 2**63][:1]
+    if huge:
+        raise ValueError(f"token ids must be in [0, {VOCAB_SIZE}), got {huge[0]}; 0 = EOS, 1..8 = '><+-[].,'")
+    flat = np.array(flat, dtype=np.int64)
+    out = np.zeros((len(rows), max(max(lengths), 1)), dtype=np.int64)  # [N, L], EOS-padded
+    out[np.arange(out.shape[1]) < np.array(lengths)[:, None]] = flat
+    return torch.from_numpy(out)
 
 
 def score(
-    programs: Sequence[str] | torch.Tensor,
+    programs: Programs,
     task: Task | str,
     backend: str = "traditional",
     engine: str = "auto",
@@ -92,13 +164,16 @@ def score(
     """Compile, run and score programs on a task, batched, on one device.
 
     Args:
-        programs: BF strings, or an ``[N, L]`` integer tensor of token ids (0 = EOS, then
-            ``><+-[].,`` = 1..8).
+        programs: BF strings (``str`` or ``bytes``; characters other than ``><+-[].,`` are
+            ignored, ``_`` ends a program), or token ids (0 = EOS, then ``><+-[].,`` = 1..8) as an
+            ``[N, L]`` integer tensor or numpy array, or a list of int lists (padded with EOS).
+            At most ``synthenv.language.MAX_LEN`` (4096) tokens per program.
         task: a ``Task`` or a registered task name (``synthenv.tasks.names()``).
         backend: a compiler backend (``synthenv.compilers.names()``).
         engine: ``"auto"``, ``"torch"``, ``"native"`` or ``"cuda"`` (``"reference"`` for the
             ``cpu`` backend).
-        device: where to compute; defaults to the token tensor's device, else the CPU.
+        device: where to compute; defaults to the token tensor's device, else the CPU
+            (``synthenv.checks.resolve_device``: it must exist on this machine).
         num_outputs: output values kept per case (default: the longest expected output).
 
     Returns:
@@ -109,13 +184,11 @@ def score(
     ([1.0, -0.03125], [True, False])
     """
     task = task_registry.resolve(task)
-    if device is None:
-        device = programs.device if isinstance(programs, torch.Tensor) else torch.device("cpu")
-    device = torch.device(device)
+    tokens = as_tokens(programs)
+    device = resolve_device(tokens.device if device is None else device)
     if num_outputs is not None and (not isinstance(num_outputs, int) or num_outputs < task.max_output_length):
         raise ValueError(f"num_outputs must be an int >= {task.max_output_length} (the task's longest output), "
                          f"got {num_outputs!r}")
     evaluator = Evaluator.create(backend, engine, device)
-    tokens = as_tokens(programs, device)
-    execution, scores = evaluator(tokens, task, num_outputs)
+    execution, scores = evaluator(tokens.to(device), task, num_outputs)
     return ScoreResult.build(execution, scores, task)

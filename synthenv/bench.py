@@ -32,9 +32,10 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from synthenv import engines, workloads
-from synthenv.costmodel import EnergyMeter
 from synthenv.compilers.traditional import TraditionalCompiler
+from synthenv.costmodel import EnergyMeter
 from synthenv.engines import native
+from synthenv.errors import UserError
 from synthenv.execution import Execution
 from synthenv.pipeline import Evaluator
 from synthenv.registry import unknown_name_message
@@ -69,9 +70,15 @@ REFERENCES: dict[tuple[str, str], Callable[[], object]] = {
 COMPILERS: dict[str, Callable[[], object]] = {"traditional-torch": lambda: TraditionalCompiler(impl="torch")}
 """Benchmark-only compiler backends (not in the compiler registry), run with any engine."""
 
-DEFAULT_CONFIGS = ("cpu:reference", "naive:1-core", "naive:all-cores", "traditional:torch", "traditional:native",
-                   "traditional-torch:native", "traditional:cuda", "neural:native", "hybrid:native", "neural:cuda",
-                   "hybrid:cuda")
+FULL_CONFIGS = ("cpu:reference", "naive:1-core", "naive:all-cores", "traditional:torch", "traditional:native",
+                "traditional-torch:native", "traditional:cuda", "neural:native", "hybrid:native", "neural:cuda",
+                "hybrid:cuda")
+"""The configurations of ``synthenv bench --full`` (BENCHMARKS.md's grid)."""
+
+QUICK_CONFIGS = tuple(c for c in FULL_CONFIGS if c != "traditional:torch")
+"""The default configurations: all but the lockstep torch engine (the readable reference engine,
+about 30 programs/s on a CPU: minutes per measurement)."""
+
 BASELINE = ("cpu", "reference")
 
 
@@ -207,10 +214,33 @@ def measure(backend: str, engine: str, tokens: torch.Tensor, task: Task, repeats
 
 
 def parse_config(text: str) -> tuple[str, str]:
-    """``"backend:engine"`` -> ``(backend, engine)``."""
+    """``"backend:engine"`` -> ``(backend, engine)``, both names checked (with "did you mean" hints).
+
+    >>> parse_config("traditional:native")
+    ('traditional', 'native')
+    >>> parse_config("tradtional:native")
+    Traceback (most recent call last):
+        ...
+    synthenv.errors.UserError: configuration 'tradtional:native': unknown backend 'tradtional'. Did you mean ...
+    """
+    from synthenv import compilers
+    from synthenv.compilers.cpu import CPUPipeline
+
     backend, sep, engine = text.partition(":")
     if not sep or not backend or not engine:
-        raise ValueError(f"a configuration is 'backend:engine' (e.g. 'traditional:native'), got {text!r}")
+        raise UserError(f"a configuration is 'backend:engine' (e.g. 'traditional:native'), got {text!r}")
+    references = list(dict.fromkeys(b for b, _ in REFERENCES))
+    backends = compilers.names() + list(COMPILERS) + references
+    if backend not in backends:
+        raise UserError(f"configuration {text!r}: {unknown_name_message('backend', backend, backends)}")
+    if backend in references:
+        valid = [e for b, e in REFERENCES if b == backend]
+    elif backend == "cpu":
+        valid = list(CPUPipeline.engines)
+    else:
+        valid = ["auto", *engines.names()]
+    if engine not in valid:
+        raise UserError(f"configuration {text!r}: {unknown_name_message(f'{backend} engine', engine, valid)}")
     return backend, engine
 
 
@@ -263,8 +293,12 @@ def batch_sizes(backend: str, engine: str, num_envs: Sequence[int], caps: dict[t
 def run_suite(configs: Sequence[tuple[str, str]], task_list: Sequence[Task], workload_names: Sequence[str],
               num_envs: Sequence[int], repeats: int = 3, device: torch.device | str = "cpu",
               caps: dict[tuple[str, str], int] | None = None, seed: int = 0, length: int = 100,
-              progress: bool = True) -> tuple[list[Record], list[str]]:
-    """Measure every configuration x task x workload x batch size; returns (records, skip notes)."""
+              progress: bool = True, records: list[Record] | None = None) -> tuple[list[Record], list[str]]:
+    """Measure every configuration x task x workload x batch size; returns (records, skip notes).
+
+    Each record is appended to ``records`` (when given) as soon as it is measured, so that a
+    caller interrupted by Ctrl-C still has the configurations measured so far.
+    """
     from tqdm import tqdm
 
     device = torch.device(device)
@@ -278,7 +312,7 @@ def run_suite(configs: Sequence[tuple[str, str]], task_list: Sequence[Task], wor
         for task in task_list:
             for workload in workload_names:
                 plan += [(backend, engine, task, workload, n) for n in batch_sizes(backend, engine, num_envs, caps)]
-    records = []
+    records = [] if records is None else records
     evaluators: dict[tuple[str, str], Evaluator] = {}
     for backend, engine, task, workload, n in tqdm(plan, desc="bench", disable=not progress, unit="config"):
         on = torch.device("cpu") if (backend, engine) in REFERENCES or backend == "cpu" else device
@@ -302,20 +336,46 @@ def write_tensorboard(records: Sequence[Record], logdir: str | os.PathLike) -> N
     writer.close()
 
 
-def write_plot(records: Sequence[Record], path: str | os.PathLike) -> None:
-    """A PNG bar chart: programs/s per configuration (log scale), one panel per (task, workload)."""
+REFERENCE_COLOR = "tab:gray"
+"""Bar colour of the references (the ``cpu`` pipeline and the naive interpreter) in the plot."""
+
+CONFIG_COLOR = "tab:blue"
+"""Bar colour of synthenv's own configurations in the plot."""
+
+
+def is_reference(record: Record) -> bool:
+    """Whether ``record`` measures a reference (the ``cpu`` pipeline or the naive interpreter)."""
+    return (record.backend, record.engine) == BASELINE or (record.backend, record.engine) in REFERENCES
+
+
+def hardware_caption(hw: dict) -> str:
+    """The plot's caption: CPU model and cores, GPU (or none), torch and its threads.
+
+    >>> hardware_caption({"cpu": "AMD EPYC", "cores": 2, "gpu": None, "torch": "2.13.0", "torch_threads": 2})
+    'AMD EPYC, 2 cores; GPU: none; torch 2.13.0 (2 threads)'
+    """
+    return (f"{hw.get('cpu', 'unknown CPU')}, {hw.get('cores', '?')} cores; GPU: {hw.get('gpu') or 'none'}; "
+            f"torch {hw.get('torch', '?')} ({hw.get('torch_threads', '?')} threads)")
+
+
+def plot_figure(records: Sequence[Record]):
+    """A matplotlib figure: programs/s per configuration (log scale), one panel per (task, workload),
+    references in ``REFERENCE_COLOR``, synthenv's configurations in ``CONFIG_COLOR``, the hardware
+    in the caption."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     groups = list(dict.fromkeys((r.task, r.workload) for r in records))
     ratio = ratios(records)
-    fig, axes = plt.subplots(1, max(1, len(groups)), figsize=(6 * max(1, len(groups)), 4.5), squeeze=False)
+    fig, axes = plt.subplots(1, max(1, len(groups)), figsize=(6 * max(1, len(groups)), 5), squeeze=False)
     for ax, (task, workload) in zip(axes[0], groups):
         rows = [r for r in records if (r.task, r.workload) == (task, workload)]
         labels = [f"{r.label}\nN={r.num_envs}" for r in rows]
-        bars = ax.bar(range(len(rows)), [r.programs_per_s for r in rows], color="tab:blue")
+        colors = [REFERENCE_COLOR if is_reference(r) else CONFIG_COLOR for r in rows]
+        bars = ax.bar(range(len(rows)), [r.programs_per_s for r in rows], color=colors)
         for bar, r in zip(bars, rows):
             if id(r) in ratio:
                 ax.annotate(f"{ratio[id(r)]:.3g}x", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
@@ -324,6 +384,19 @@ def write_plot(records: Sequence[Record], path: str | os.PathLike) -> None:
         ax.set_yscale("log")
         ax.set_ylabel("programs / s (compile + run + score)")
         ax.set_title(f"{task}, {workload} (ratios vs cpu pipeline)")
-    fig.tight_layout()
+    axes[0][0].legend(handles=[Patch(color=REFERENCE_COLOR, label="references (cpu pipeline, naive interpreter)"),
+                               Patch(color=CONFIG_COLOR, label="synthenv configurations")], fontsize=7,
+                      loc="upper left")
+    hw = records[0].hardware if records and records[0].hardware else hardware()
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.text(0.5, 0.01, hardware_caption(hw), ha="center", va="bottom", fontsize=8)
+    return fig
+
+
+def write_plot(records: Sequence[Record], path: str | os.PathLike) -> None:
+    """``plot_figure`` as a PNG file."""
+    import matplotlib.pyplot as plt
+
+    fig = plot_figure(records)
     fig.savefig(path, format="png", dpi=120)
     plt.close(fig)

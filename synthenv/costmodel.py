@@ -2,15 +2,15 @@
 
 One iteration compiles, runs and scores a batch of N programs. Its time is modelled as
 
-    T(N) = fixed + transfer * N + (compile + execute) * max(N, saturation)
+    T(N) = fixed + (compile + execute) * max(N, saturation)
 
 - ``fixed``: what does not grow with the batch: kernel launches (a few dozen torch ops for a
   data-parallel compiler, one kernel per engine call), host synchronisations, Python dispatch.
-- ``transfer``: host<->device copy time per program (tokens out, results back) for a
-  pipeline that leaves the device; 0 when everything stays where it is (all CPU runs, and
-  the GPU-native backends). Known from the bytes moved and the link's bandwidth, not fitted.
 - ``compile``, ``execute``: work per program at full occupancy (seconds per program), from
-  the benchmark's compile share; ``execute`` includes scoring.
+  the benchmark's compile share; ``execute`` includes scoring and, for a pipeline that copies
+  programs between host and device (the ``cpu`` backend on a GPU), those copies: the model has
+  no separate transfer term. On a CPU nothing is copied; the GPU-native backends keep
+  everything on the device.
 - ``saturation``: parallelism. Below this many programs the device is not full and the time
   stops shrinking; above it, time grows linearly (throughput N / T(N) saturates at
   1 / (compile + execute)).
@@ -62,18 +62,17 @@ class Sample:
 
 @dataclass(frozen=True)
 class LatencyModel:
-    """``T(N) = fixed + transfer * N + (compile + execute) * max(N, saturation)`` (seconds)."""
+    """``T(N) = fixed + (compile + execute) * max(N, saturation)`` (seconds)."""
 
     fixed: float
     compile: float
     execute: float
     saturation: float = 1.0
-    transfer: float = 0.0
 
     def seconds(self, num_envs: int | float) -> float:
         """Predicted seconds per iteration of ``num_envs`` programs."""
         work = max(float(num_envs), self.saturation)
-        return self.fixed + self.transfer * num_envs + (self.compile + self.execute) * work
+        return self.fixed + (self.compile + self.execute) * work
 
     def programs_per_s(self, num_envs: int | float) -> float:
         """Predicted episodes (programs compiled, run and scored) per second."""
@@ -82,8 +81,7 @@ class LatencyModel:
     def components(self, num_envs: int | float) -> dict[str, float]:
         """Seconds per iteration by component."""
         work = max(float(num_envs), self.saturation)
-        return {"fixed": self.fixed, "transfer": self.transfer * num_envs, "compile": self.compile * work,
-                "execute": self.execute * work}
+        return {"fixed": self.fixed, "compile": self.compile * work, "execute": self.execute * work}
 
 
 def _nnls_line(xs: np.ndarray, ys: np.ndarray, weights: np.ndarray) -> tuple[float, float, float]:
@@ -95,14 +93,13 @@ def _nnls_line(xs: np.ndarray, ys: np.ndarray, weights: np.ndarray) -> tuple[flo
     return float(a), float(b), float(residual) ** 2
 
 
-def fit(samples: Sequence[Sample], saturation: float | None = None, transfer: float = 0.0) -> LatencyModel:
+def fit(samples: Sequence[Sample], saturation: float | None = None) -> LatencyModel:
     """Fit a ``LatencyModel`` to measured iterations (at least 2 batch sizes).
 
     Args:
         samples: measurements of one configuration at several batch sizes.
         saturation: fix the saturation point; by default it is fitted when there are at
             least 3 batch sizes (each measured size is a candidate) and 1 otherwise.
-        transfer: known transfer seconds per program (see the module docstring).
     """
     sizes = sorted({s.num_envs for s in samples})
     if len(sizes) < 2:
@@ -111,22 +108,21 @@ def fit(samples: Sequence[Sample], saturation: float | None = None, transfer: fl
     t = np.array([s.seconds for s in samples], dtype=float)
     share = np.array([s.compile_share for s in samples], dtype=float)
     weights = 1.0 / t  # relative errors
-    rest = np.maximum(t - transfer * n, 0.0)
     candidates = [saturation] if saturation is not None else ([1.0] + [float(x) for x in sizes[1:-1]]
                                                                if len(sizes) >= 3 else [1.0])
     best = None
     for sat in candidates:
         work = np.maximum(n, sat)
-        fc, wc, err_c = _nnls_line(work, rest * share, weights)
-        fe, we, err_e = _nnls_line(work, rest * (1.0 - share), weights)
-        model = LatencyModel(fc + fe, wc, we, sat, transfer)
+        fc, wc, err_c = _nnls_line(work, t * share, weights)
+        fe, we, err_e = _nnls_line(work, t * (1.0 - share), weights)
+        model = LatencyModel(fc + fe, wc, we, sat)
         error = float(np.sum(((np.array([model.seconds(x) for x in n]) - t) * weights) ** 2))
         if best is None or error < best[0] - 1e-15:
             best = (error, model)
     return best[1]
 
 
-def leave_one_out(samples: Sequence[Sample], transfer: float = 0.0) -> list[tuple[Sample, float | None]]:
+def leave_one_out(samples: Sequence[Sample]) -> list[tuple[Sample, float | None]]:
     """Each sample with the programs/s predicted for it by a model fitted to the *other* batch
     sizes (None when fewer than 2 other sizes remain)."""
     out = []
@@ -135,33 +131,8 @@ def leave_one_out(samples: Sequence[Sample], transfer: float = 0.0) -> list[tupl
         if len({s.num_envs for s in others}) < 2:
             out.append((sample, None))
         else:
-            out.append((sample, fit(others, transfer=transfer).programs_per_s(sample.num_envs)))
+            out.append((sample, fit(others).programs_per_s(sample.num_envs)))
     return out
-
-
-def transfer_seconds(bytes_per_program: float, bandwidth: float | None) -> float:
-    """Seconds per program to move ``bytes_per_program`` over a link (0 without a link)."""
-    return 0.0 if not bandwidth else bytes_per_program / bandwidth
-
-
-def measure_bandwidth(device, megabytes: int = 64) -> float | None:
-    """Host-to-device bytes/s of a pinned copy to ``device``; None for a CPU device (no link)."""
-    import time
-
-    import torch
-
-    device = torch.device(device)
-    if device.type != "cuda":
-        return None
-    host = torch.empty(megabytes * 2**20, dtype=torch.uint8).pin_memory()
-    target = torch.empty_like(host, device=device)
-    target.copy_(host, non_blocking=True)
-    torch.cuda.synchronize(device)  # sync point: measurement only
-    start = time.perf_counter()
-    for _ in range(5):
-        target.copy_(host, non_blocking=True)
-    torch.cuda.synchronize(device)  # sync point: measurement only
-    return 5 * host.numel() / (time.perf_counter() - start)
 
 
 class EnergyMeter:

@@ -153,11 +153,3 @@ def decompile(program: Program, index: int) -> str:
     text = "".join(parts)
     assert all(c in COMMANDS for c in text)
     return text
-
-
-def format_program(program: Program, index: int) -> str:
-    """A readable listing of program ``index``, one op per line (for debugging and docs)."""
-    lines = []
-    for pc, (op, arg, arg2, cost, target) in enumerate(program.code[index].tolist()[: int(program.num_ops[index])]):
-        lines.append(f"{pc:3d} {Op(op).name:<4} arg={arg:<4} arg2={arg2:<4} cost={cost:<4} target={target}")
-    return "\n".join(lines)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import torch
 
 COMMANDS = "><+-[].,"
@@ -30,6 +31,18 @@ VOCAB_SIZE = len(VOCAB)  # V = 9
 RIGHT, LEFT, INC, DEC, OPEN, CLOSE, OUTPUT, INPUT = range(1, 9)
 
 _CHAR_TO_TOKEN = {c: i + 1 for i, c in enumerate(COMMANDS)}
+
+# encode_batch's byte tables: '_' -> 0 (EOS), the commands -> 1..8, every other byte deleted.
+_TO_TOKEN_BYTES = bytes.maketrans(VOCAB.encode("ascii"), bytes(range(VOCAB_SIZE)))
+_NOT_TOKENS = bytes(sorted(set(range(256)) - set(VOCAB.encode("ascii"))))
+
+MAX_LEN = 4096
+"""The longest program (in tokens) that the envs and ``synthenv.score`` accept.
+
+PQT writes 100-token programs; 4096 leaves room for hand-written ones while keeping memory
+bounded: the neural compiler attends between bracket slots, quadratic in the length (one
+4096-token program takes about 50 MB there, 64 of them about 3 GB), and every env holds its
+``[N, L]`` state. A larger value is refused rather than left to exhaust memory."""
 
 DEFAULT_MAX_STEPS = 5000
 """PQT's execution step limit (``MAX_EXECUTION_STEPS`` in the original)."""
@@ -85,30 +98,60 @@ def tokens_to_text(tokens: Iterable[int]) -> str:
 
 
 def encode_batch(
-    programs: Sequence[str], length: int | None = None, device: torch.device | str | None = None
+    programs: Sequence[str | bytes], length: int | None = None, device: torch.device | str | None = None
 ) -> torch.Tensor:
     """Encode BF strings as an EOS-padded ``[N, L]`` int64 token tensor.
 
+    Exactly ``text_to_tokens`` per program (characters other than the eight commands are
+    ignored, non-ASCII ones included; ``_`` ends a program), done with byte tables: each
+    program is encoded to Latin-1 (a character outside it becomes ``?``, also ignored),
+    translated to token ids by ``bytes.translate`` and laid into the batch by numpy.
+
     Args:
-        programs: BF source strings.
+        programs: BF source, as ``str`` or ``bytes`` (one byte per character).
         length: L; defaults to the longest program. Longer programs raise an error.
         device: where the tensor is created.
 
     >>> encode_batch(["+.", ","]).tolist()
     [[3, 7], [8, 0]]
+    >>> encode_batch([b",[.,]", "+ é _ +"]).tolist()
+    [[8, 5, 7, 8, 6], [3, 0, 0, 0, 0]]
     """
-    if isinstance(programs, str):
-        raise TypeError("programs must be a sequence of BF strings, got a single str; wrap it in a list")
-    rows = [text_to_tokens(p) for p in programs]
-    longest = max((len(r) for r in rows), default=0)
+    if isinstance(programs, (str, bytes, bytearray)):
+        raise TypeError(f"programs must be a sequence of BF strings, got a single {type(programs).__name__}; "
+                        "wrap it in a list")
+    if not isinstance(programs, Iterable):
+        raise TypeError(f"programs must be a sequence of BF strings (str or bytes), got {type(programs).__name__}")
+    try:  # the common case: every program a str
+        rows = [p.encode("latin-1", "replace").translate(_TO_TOKEN_BYTES, _NOT_TOKENS) for p in programs]
+    except (AttributeError, TypeError):  # bytes, or something that is not a program at all
+        rows = [_token_bytes(index, p) for index, p in enumerate(programs)]
+    joined = b"".join(rows)
+    if 0 in joined:  # an EOS ('_'): nothing after it is kept
+        rows = [row.partition(b"\0")[0] for row in rows]
+        joined = b"".join(rows)
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))  # [N]
+    longest = int(lengths.max(initial=0))
     if length is None:
         length = max(longest, 1)
     elif longest > length:
         raise ValueError(f"a program has {longest} tokens, more than length={length}; raise length")
-    out = torch.zeros((len(rows), length), dtype=torch.int64)
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = torch.tensor(row, dtype=torch.int64)
-    return out.to(device) if device is not None else out
+    out = np.zeros((len(rows), length), dtype=np.int64)  # [N, L]
+    out[np.arange(length) < lengths[:, None]] = np.frombuffer(joined, dtype=np.uint8)  # row-major = join order
+    tokens = torch.from_numpy(out)
+    return tokens.to(device) if device is not None else tokens
+
+
+def _token_bytes(index: int, program: object) -> bytes:
+    """One program's token ids as bytes (``encode_batch``'s general path)."""
+    if isinstance(program, str):
+        raw = program.encode("latin-1", "replace")
+    elif isinstance(program, (bytes, bytearray)):
+        raw = bytes(program)
+    else:
+        raise TypeError(f"programs[{index}] = {program!r:.40} ({type(program).__name__}) is not BF text; each "
+                        "program must be a str or bytes")
+    return raw.translate(_TO_TOKEN_BYTES, _NOT_TOKENS)
 
 
 def decode_batch(tokens: torch.Tensor) -> list[str]:

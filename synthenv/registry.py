@@ -10,11 +10,13 @@ import difflib
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from synthenv.errors import UserError
+
 T = TypeVar("T")
 
 
-class UnknownNameError(ValueError):
-    """A name that no registry entry has."""
+class UnknownNameError(UserError):
+    """A name that no registry entry has (a ``UserError``, so a ``ValueError``)."""
 
 
 def unknown_name_message(kind: str, name: object, valid: list[str]) -> str:

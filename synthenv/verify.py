@@ -40,6 +40,8 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
+from synthenv.checks import require_finite_fields
+
 
 def _check_delta(delta: float) -> None:
     if not 0.0 < delta < 1.0:
@@ -143,14 +145,13 @@ class AuditConfig:
     """Never audit more than this fraction at random."""
 
     def __post_init__(self):
-        if not 0.0 < self.epsilon < 1.0:
-            raise ValueError(f"epsilon must be in (0, 1), got {self.epsilon!r}")
-        _check_delta(self.delta)
+        require_finite_fields(self, "epsilon", "delta", low=0, high=1, low_open=True, high_open=True)
+        require_finite_fields(self, "min_rate", "max_rate", low=0, high=1)
         if self.window_steps < 0 or self.horizon_steps < 1:
             raise ValueError(f"window_steps must be >= 0 and horizon_steps >= 1, got {self.window_steps!r}, "
                              f"{self.horizon_steps!r}")
-        if not 0.0 <= self.min_rate <= self.max_rate <= 1.0:
-            raise ValueError(f"need 0 <= min_rate <= max_rate <= 1, got {self.min_rate!r}, {self.max_rate!r}")
+        if self.min_rate > self.max_rate:
+            raise ValueError(f"need min_rate <= max_rate, got min_rate={self.min_rate!r} > max_rate={self.max_rate!r}")
 
 
 class ErrorRateMonitor:

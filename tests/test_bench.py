@@ -88,3 +88,116 @@ def test_bad_configurations_are_clear_errors():
     assert bench.runnable("traditional", "cuda", torch.device("cpu")) is not None
     assert bench.runnable("traditional", "native", torch.device("cpu")) is None
     assert bench.runnable("traditional-torch", "native", torch.device("cpu")) is None
+
+
+def _exit_code(capsys, argv) -> tuple[int, str]:
+    """main's exit code (tyro exits on its own parse errors) and stderr with box drawing removed."""
+    try:
+        code = main(argv)
+    except SystemExit as exit_info:
+        code = exit_info.code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, " ".join(err.replace("│", " ").split())
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--configs", "tradtional:native"], "unknown backend 'tradtional'. Did you mean 'traditional'"),
+    (["--configs", "traditional:nativ"], "unknown traditional engine 'nativ'. Did you mean 'native'"),
+    (["--length", "0"], r"length must be an int in [1, 4096]"),
+    (["--length", "5000"], r"length must be an int in [1, 4096]"),
+    (["--num-envs", "0"], "num_envs must be positive ints"),
+    (["--repeats", "0"], "repeats must be a positive int"),
+    (["--seed", "-1"], "seed must be an int in [0, 2**64)"),
+    (["--torch-threads", "-1"], "torch_threads must be an int >= 0"),
+])
+def test_bad_options_exit_2_without_a_traceback(capsys, argv, message):
+    code, err = _exit_code(capsys, ["bench", *argv])
+    assert code == 2 and message in err
+
+
+def test_an_unwritable_json_fails_before_measuring(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "run_suite", lambda *a, **k: pytest.fail("measured before checking --json"))
+    (tmp_path / "file").write_text("")
+    for option, path in (("--json", tmp_path / "file" / "b.json"), ("--plot", tmp_path),
+                         ("--logdir", tmp_path / "file")):
+        assert main(["bench", "--no-progress", option, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"synthenv bench: error: {option} ") and "writable" in err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised when CUDA is missing")
+def test_cuda_without_cuda_is_a_clear_error(capsys):
+    assert main(["bench", "--device", "cuda", "--no-progress"]) == 2
+    assert "needs CUDA" in capsys.readouterr().err
+
+
+def test_ctrl_c_keeps_what_was_measured(tmp_path, capsys, monkeypatch):
+    measure, calls = bench.measure, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return measure(*args, **kwargs)
+
+    monkeypatch.setattr(bench, "measure", interrupted)
+    out = tmp_path / "b.json"
+    argv = ["bench", "--configs", "cpu:reference", "traditional:native", "--num-envs", "8", "16", "--cpu-programs",
+            "4", "--repeats", "1", "--workloads", "uniform", "--device", "cpu", "--no-progress", "--json", str(out)]
+    assert main(argv) == 130
+    captured = capsys.readouterr()
+    saved = f"saved the 2 configurations measured so far to {out}"
+    assert captured.err == f"synthenv bench: interrupted (Ctrl-C); {saved}\n"
+    records = json.loads(out.read_text())
+    assert [(r["backend"], r["num_envs"]) for r in records] == [("cpu", 4), ("traditional", 8)]
+    assert "traditional:native" in captured.out  # the partial table
+
+
+def test_the_default_is_quick_and_full_is_the_benchmarks_md_grid():
+    import re
+    import shlex
+    from pathlib import Path
+
+    import tyro
+
+    quick, full = BenchCommand(), BenchCommand(full=True)
+    assert "traditional:torch" not in quick.grid_configs and quick.grid_num_envs == (1024, 4096)
+    assert full.grid_configs == bench.FULL_CONFIGS and "traditional:torch" in full.grid_configs
+    assert set(full.grid_configs) - set(quick.grid_configs) == {"traditional:torch"}
+    assert BenchCommand(full=True, num_envs=(64,)).grid_num_envs == (64,)  # explicit options win
+    text = (Path(__file__).parents[1] / "BENCHMARKS.md").read_text()
+    command = re.search(r"^synthenv bench (--full .*)$", text, re.MULTILINE).group(1)  # the CPU grid's command
+    documented = tyro.cli(BenchCommand, args=_drop_outputs(shlex.split(command)))
+    grid = ("grid_configs", "grid_num_envs", "tasks", "workloads", "repeats", "cpu_programs", "torch_programs",
+            "length")
+    assert {g: getattr(full, g) for g in grid} == {g: getattr(documented, g) for g in grid}
+
+
+def _drop_outputs(args: list[str]) -> list[str]:
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("--json", "--plot", "--logdir"):
+            skip = True
+        else:
+            out.append(arg)
+    return out
+
+
+def test_plot_colours_references_apart_and_captions_the_hardware(tmp_path):
+    task = tasks.get("reverse")
+    tokens = workloads.make("uniform", 8)
+    records = [bench.measure(b, e, tokens, task, repeats=1, workload="uniform")
+               for b, e in (("cpu", "reference"), ("naive", "1-core"), ("traditional", "native"))]
+    fig = bench.plot_figure(records)
+    from matplotlib.colors import to_rgba
+
+    colors = [patch.get_facecolor() for patch in fig.axes[0].patches]
+    assert colors == [to_rgba(bench.REFERENCE_COLOR)] * 2 + [to_rgba(bench.CONFIG_COLOR)]
+    caption = " ".join(t.get_text() for t in fig.texts)
+    hw = bench.hardware()
+    assert hw["cpu"] in caption and f"{hw['cores']} cores" in caption and "GPU: " in caption
+    bench.write_plot(records, tmp_path / "b.png")
+    assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"

@@ -54,3 +54,31 @@ def test_compiler_report_shipped_weights(tmp_path, capsys):
         assert row["oracle_checked"]["reverse"] == row["ir_mismatches"] + 5
         assert row["ir_accuracy"] == 1 - row["ir_mismatches"] / row["programs"]
     assert "trained with" in capsys.readouterr().out
+
+
+def test_train_compiler_never_writes_the_shipped_weights_by_default(tmp_path, monkeypatch, capsys):
+    from synthenv.cli.train_compiler import TrainCompilerCommand
+
+    shipped = neural.WEIGHTS_PATH.read_bytes()
+    assert (tmp_path / TrainCompilerCommand().out).resolve() != neural.WEIGHTS_PATH.resolve()
+    monkeypatch.chdir(tmp_path)
+    assert main(["train-compiler", "--tiny"]) == 0
+    assert neural.WEIGHTS_PATH.read_bytes() == shipped
+    written = tmp_path / "runs" / "neural_weights.pt"
+    assert "saved" in capsys.readouterr().out and neural.load_model(written) is not None
+    # the weights are usable as documented in --help: a registered backend for synthenv.score
+    import synthenv
+    from synthenv import compilers
+
+    compilers.register("test-my-neural", lambda: neural.NeuralCompiler(written))
+    try:
+        assert synthenv.score(["+."], "reverse", backend="test-my-neural").rewards.shape == (1,)
+    finally:
+        compilers._registry.unregister("test-my-neural")
+
+
+def test_train_compiler_checks_its_output_before_training(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    assert main(["train-compiler", "--tiny", "--out", str(tmp_path / "file" / "w.pt")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("synthenv train-compiler: error: --out ") and "step" not in captured.out

@@ -47,16 +47,34 @@ def test_no_cases_flag_prints_only_the_verdict(capsys):
     assert "reward 0.125000   solved no" in out and "expected" not in out
 
 
+def error_line(capsys, *argv: str) -> str:
+    """The one stderr line of a user error (exit code 2)."""
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("synthenv score: error: "), err
+    return err
+
+
 def test_unknown_task_exits_with_a_hint(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["score", "--task", "revrse", ",."])
-    assert "Did you mean 'reverse'" in str(exit_info.value.code)
+    assert "Did you mean 'reverse'" in error_line(capsys, "score", "--task", "revrse", ",.")
 
 
-def test_missing_programs_exit_with_an_example():
-    with pytest.raises(SystemExit) as exit_info:
-        main(["score", "--task", "reverse"])
-    assert "give at least one BF program" in str(exit_info.value.code)
+def test_missing_programs_exit_with_an_example(capsys):
+    assert "give at least one BF program" in error_line(capsys, "score", "--task", "reverse")
+
+
+def test_ignored_characters_are_a_warning_or_with_strict_an_error(capsys):
+    assert main(["score", "--task", "reverse", "--no-cases", "hello world"]) == 0
+    out, err = capsys.readouterr()
+    assert "reward 0.000000" in out
+    assert err.count("\n") == 1 and err.startswith("synthenv score: warning: program 1 'hello world'")
+    assert "'helowrd'" in err and "scored as the empty program" in err and "--strict" in err
+    err = error_line(capsys, "score", "--task", "reverse", "--strict", "hello world")
+    assert "'helowrd'" in err and "drop --strict" in err
+    run_cli(capsys, "score", "--task", "reverse", "--strict", "--no-cases", ",[>,]+[,<.]  _ anything after EOS")
+    assert capsys.readouterr().err == ""  # spaces and what follows EOS are not warned about
+    assert main(["score", "--task", "reverse", "--no-cases", ",[>,]+[,<.] x"]) == 0
+    assert "scored as ',[>,]+[,<.]'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["score", "--help"], ["tasks", "--help"]])

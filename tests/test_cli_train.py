@@ -82,9 +82,9 @@ def test_options_that_do_not_apply_are_refused():
     assert algorithm_config("ppo", TrainCommand(policy="transformer")).policy.kind == "transformer"
 
 
-def test_an_unknown_task_names_the_valid_ones():
-    with pytest.raises(ValueError, match="Did you mean 'reverse'"):
-        main(["train", "--task", "reverce", "--no-progress", "--log-dir", "None"])
+def test_an_unknown_task_names_the_valid_ones(capsys):
+    assert main(["train", "--task", "reverce", "--no-progress", "--log-dir", "None"]) == 2  # a user error: exit code 2
+    assert "Did you mean 'reverse'" in capsys.readouterr().err
 
 
 def test_the_quick_start_default_solves_its_task(tmp_path, capsys):

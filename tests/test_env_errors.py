@@ -108,12 +108,16 @@ def test_action_masks_only_in_token_mode():
     ({"iterations": 0}, ValueError, "iterations must be an int >= 1, got 0"),
     ({"mode": "token", "iterations": 2}, ValueError, "iterations=2 applies to program mode only"),
     ({"lazy_scoring": True}, ValueError, "lazy_scoring=True applies to token mode only"),
-    ({"seed": -1}, ValueError, "seed must be None or a non-negative int, got -1"),
+    ({"max_len": 10**9}, ValueError, r"max_len must be an int in \[1, 4096\], got 1000000000"),
+    ({"max_len": 4097}, ValueError, r"max_len must be an int in \[1, 4096\], got 4097"),
+    ({"seed": -1}, ValueError, r"seed must be None or an int in \[0, 2\*\*64\), got -1"),
+    ({"seed": 2**64}, ValueError, r"seed must be None or an int in \[0, 2\*\*64\), got 18446744073709551616"),
     ({"base": 1}, ValueError, "base must be an int >= 2, got 1"),
     ({"base": 100}, ValueError, r"values must lie in \[0, base=100\).*raise base"),
     ({"max_steps": 0}, ValueError, "max_steps must be an int >= 1, got 0"),
     ({"strict_syntax": "yes"}, TypeError, "strict_syntax must be None, True or False, got 'yes'"),
     ({"device": "banana"}, ValueError, "device must be a torch device string.*got 'banana'"),
+    ({"device": "meta"}, ValueError, "device 'meta' holds no data.*use 'cpu' or 'cuda'"),
     ({"backend": "tradtional"}, UnknownNameError, "unknown backend 'tradtional'. Did you mean 'traditional'"),
     ({"engine": "nativ"}, UnknownNameError, "unknown engine 'nativ'. Did you mean 'native'"),
 ])
@@ -125,8 +129,9 @@ def test_bad_options_name_the_value(options, error, message):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised when CUDA is missing")
 def test_cuda_device_without_cuda_says_so():
-    with pytest.raises(ValueError, match="needs CUDA.*use device='cpu'"):
-        SynthVecEnv("reverse", device="cuda")
+    for device in ("cuda", "cuda:1"):
+        with pytest.raises(ValueError, match=f"device '{device}' needs CUDA.*use device 'cpu'"):
+            SynthVecEnv("reverse", device=device)
 
 
 def test_config_is_frozen():
@@ -136,8 +141,9 @@ def test_config_is_frozen():
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"seed": "7"}, "seed must be None or a non-negative int, got '7'"),
+    ({"seed": "7"}, r"seed must be None or an int in \[0, 2\*\*64\), got '7'"),
     ({"seed": -2}, "got -2"),
+    ({"seed": 2**70}, r"seed must be None or an int in \[0, 2\*\*64\), got 1180591620717411303424; pass a smaller"),
     ({"options": {"mask": 1}}, r"takes no options, got \['mask'\]"),
 ])
 def test_bad_reset_arguments(kwargs, message):

@@ -2,6 +2,13 @@
 
 Each command is a frozen dataclass (fields documented, defaults shown in ``--help``) with a
 ``run()`` method, in its own module; ``COMMANDS`` lists them. ``synthenv <command> --help``.
+
+Errors (STYLE §19): a mistake the user can fix (a ``synthenv.errors.UserError``, any
+``ValueError`` or ``TypeError`` from checking options, a path that cannot be read or written)
+prints one line, ``synthenv <command>: error: <message>``, and exits with code 2; tyro's own
+parse errors (an unknown flag, a value of the wrong type, a config that refuses its values)
+exit with 2 as well. Ctrl-C prints one line and exits with 130. Anything else is a bug in
+synthenv and keeps its traceback; ``SYNTHENV_TRACEBACK=1`` shows the traceback of user errors too.
 """
 
 from __future__ import annotations
@@ -10,6 +17,8 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+
+from synthenv.errors import UserError
 
 # command name -> (module, config class). Each config is a frozen dataclass with run().
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -21,6 +30,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("synthenv.cli.train", "TrainCommand"),
     "table": ("synthenv.cli.table", "TableCommand"),
 }
+
+USER_ERRORS = (UserError, ValueError, TypeError, FileNotFoundError, FileExistsError, PermissionError,
+               IsADirectoryError, NotADirectoryError)
+"""Exceptions that are the user's to fix: one line and exit code 2 at the command line."""
+
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -39,8 +55,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="synthenv: compile, run and score BF programs at scale; train synthesis agents.",
         args=args,
     )
+    command = next((name for name, cls in configs.items() if isinstance(config, cls)), "")
     try:
         return int(config.run() or 0)
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt as interrupt:  # a command may say what it kept: KeyboardInterrupt("saved ...")
+        _report(command, "interrupted (Ctrl-C)" + (f"; {interrupt}" if str(interrupt) else ""), prefix="")
+        return EXIT_INTERRUPTED
+    except USER_ERRORS as error:
+        if os.environ.get("SYNTHENV_TRACEBACK"):
+            raise
+        _report(command, describe(error))
+        return EXIT_USER_ERROR
+
+
+def describe(error: BaseException) -> str:
+    """A user error as one line: the message, or for a path error what is wrong with which path."""
+    if isinstance(error, OSError) and error.filename is not None:
+        text = f"{error.strerror or error}: {str(error.filename)!r}"
+        if error.filename2 is not None:
+            text += f" -> {str(error.filename2)!r}"
+        return text + "; check the path (a missing folder, a file where a folder is meant, or permissions)"
+    text = str(error) if str(error) else type(error).__name__
+    return " ".join(text.split())
+
+
+def _report(command: str, message: str, prefix: str = "error: ") -> None:
+    name = f"synthenv {command}" if command else "synthenv"
+    print(f"{name}: {prefix}{message}", file=sys.stderr, flush=True)

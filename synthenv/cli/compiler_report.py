@@ -36,6 +36,11 @@ class CompilerReportCommand:
     json: str | None = None
     """Also write the results to this JSON file."""
 
+    def __post_init__(self) -> None:
+        from synthenv.checks import require_finite_fields
+
+        require_finite_fields(self, "delta", low=0, high=1, low_open=True, high_open=True)
+
     def run(self) -> int:
         from synthenv import tasks as task_registry
         from synthenv.compilers import neural, neural_report

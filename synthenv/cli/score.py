@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Annotated
 
 import tyro
+
+from synthenv.errors import UserError
+from synthenv.language import COMMANDS, EOS_CHAR
 
 
 @dataclass(frozen=True)
@@ -15,34 +19,63 @@ class ScoreCommand:
     programs that start with '-', e.g. synthenv score --task add -- '-[+]' ',>,[<+>-]<.'"""
 
     programs: Annotated[tuple[str, ...], tyro.conf.Positional, tyro.conf.arg(metavar="PROGRAM")]
-    """BF programs (characters other than ><+-[]., are ignored; '_' = EOS ends a program)."""
+    """BF programs ('_' = EOS ends a program; characters other than ><+-[]., and
+    spaces are ignored, with a warning)."""
     task: str = "reverse"
     """Task name ('synthenv tasks' lists them)."""
     backend: str = "traditional"
-    """Compiler backend: traditional or cpu."""
+    """Compiler backend: traditional, cpu, neural or hybrid."""
     engine: str = "auto"
     """Engine: auto, torch, native, cuda (reference with the cpu backend)."""
     device: str = "cpu"
     """Torch device to score on."""
     cases: bool = True
     """Show the per-case table (status, input, output, expected)."""
+    strict: bool = False
+    """Refuse programs with characters other than BF commands and spaces (exit code 2) instead of
+    ignoring them with a warning."""
 
     def run(self) -> int:
         from synthenv import api, tasks
 
         if not self.programs:
-            raise SystemExit("synthenv score: give at least one BF program, e.g. synthenv score --task reverse ',[.,]'")
-        try:
-            task = tasks.get(self.task)
-            result = api.score(list(self.programs), task, self.backend, self.engine, self.device)
-        except (ValueError, TypeError) as error:  # bad task/backend/engine/device: say which and stop
-            raise SystemExit(f"synthenv score: {error}") from None
+            raise UserError("give at least one BF program, e.g. synthenv score --task reverse ',[.,]'")
+        for index, program in enumerate(self.programs):
+            self._check_characters(index, program)
+        task = tasks.get(self.task)
+        result = api.score(list(self.programs), task, self.backend, self.engine, self.device)
         print(f"task {task.name}: base {task.base}, {task.num_cases} cases, max_steps {task.max_steps}"
               + (", strict syntax" if task.strict_syntax else ""))
         for index, program in enumerate(self.programs):
             print()
             print(format_program(result, index, program, self.cases))
         return 0
+
+
+    def _check_characters(self, index: int, program: str) -> None:
+        """Warn on stderr (or, with ``strict``, raise) when ``program`` has characters that are ignored."""
+        ignored = ignored_characters(program)
+        if not ignored:
+            return
+        kept = "".join(c for c in program.partition(EOS_CHAR)[0] if c in COMMANDS)
+        message = (f"program {index + 1} {program!r:.60} has characters that are not BF commands, "
+                   f"{''.join(dict.fromkeys(ignored))!r}")
+        if self.strict:
+            raise UserError(f"{message}; write only ><+-[]., (and '_' = EOS), or drop --strict to ignore them")
+        scored = f"{kept!r:.60}" if kept else "the empty program"
+        print(f"synthenv score: warning: {message}: ignored, so it is scored as {scored} (--strict makes this an "
+              "error)", file=sys.stderr)
+
+
+def ignored_characters(program: str) -> str:
+    """The characters of ``program`` before its EOS that are neither BF commands nor whitespace.
+
+    >>> ignored_characters("hello, world.")
+    'hellowrld'
+    >>> ignored_characters(",[.,] _ anything")
+    ''
+    """
+    return "".join(c for c in program.partition(EOS_CHAR)[0] if c not in COMMANDS and not c.isspace())
 
 
 def format_program(result, index: int, program: str, cases: bool = True) -> str:

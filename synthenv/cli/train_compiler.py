@@ -1,7 +1,8 @@
 """``synthenv train-compiler``: train the neural compiler and save its weights.
 
 With the defaults it reproduces the shipped ``neural_weights.pt`` (seeded, deterministic on
-the CPU, a few minutes on 2 cores).
+the CPU, a few minutes on 2 cores) and writes it to ``runs/neural_weights.pt``, never over the
+package's own file unless that path is given.
 """
 
 from __future__ import annotations
@@ -10,10 +11,20 @@ import time
 from dataclasses import asdict, dataclass
 
 
+DEFAULT_OUT = "runs/neural_weights.pt"
+
 
 @dataclass(frozen=True)
 class TrainCompilerCommand:
-    """Train the neural compiler (labels from the traditional compiler) and save the weights."""
+    """Train the neural compiler (labels from the traditional compiler) and save the weights.
+
+    Use the weights: synthenv compiler-report --weights runs/neural_weights.pt measures them; in Python,
+    synthenv.compilers.neural.NeuralCompiler("runs/neural_weights.pt") compiles with them, and
+    synthenv.compilers.register("my-neural", lambda: NeuralCompiler("runs/neural_weights.pt")) makes them a
+    backend (backend="my-neural") for synthenv.score, the envs and synthenv.agents.train in that Python
+    process. The shipped weights are replaced only when --out names the package's file
+    (synthenv.compilers.neural.WEIGHTS_PATH).
+    """
 
     steps: int = 1500
     """Optimiser steps."""
@@ -27,16 +38,18 @@ class TrainCompilerCommand:
     """Seed of the initialisation and the training data."""
     threads: int = 1
     """CPU threads (fixed so that the weights are reproducible)."""
-    out: str | None = None
-    """Where to write the weights (default: the package's shipped neural_weights.pt)."""
+    out: str = DEFAULT_OUT
+    """Where to write the weights (folders are created; checked before training starts)."""
     tiny: bool = False
     """A smoke run: 3 steps on 8 programs of 16 tokens (for tests)."""
 
     def run(self) -> int:
         import torch
 
+        from synthenv.checks import require_writable
         from synthenv.compilers import neural, neural_train
 
+        out = str(require_writable(self.out, "--out"))  # fail now, not after training
         if self.tiny:
             config = neural_train.TrainConfig(steps=3, batch_size=8, length=16, warmup=1, lr=self.lr,
                                               seed=self.seed, threads=self.threads)
@@ -52,7 +65,6 @@ class TrainCompilerCommand:
                   f"{time.perf_counter() - start:6.1f}s", flush=True)
 
         model = neural_train.train(config, log=log)
-        out = self.out or str(neural.WEIGHTS_PATH)
         metadata = {"train_config": asdict(config), "final_loss": last.get("loss", float("nan")),
                     "torch": str(torch.__version__), "train_seconds": round(time.perf_counter() - start, 1)}
         neural.save_weights(model, out, metadata)

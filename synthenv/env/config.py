@@ -11,6 +11,8 @@ import torch
 import tyro
 
 from synthenv import tasks as task_registry
+from synthenv.checks import require_seed
+from synthenv.language import MAX_LEN
 from synthenv.tasks import Task
 
 
@@ -52,12 +54,13 @@ class EnvConfig:
     device: str = "cpu"
     """Torch device that holds all env state, actions and returns (``cpu``, ``cuda``, ``cuda:1``...)."""
     max_len: int = 100
-    """L, tokens per program (PQT: 100). Program mode: the action width; token mode: the most
-    tokens a program can have before it ends."""
+    """L, tokens per program (PQT: 100; at most ``synthenv.language.MAX_LEN`` = 4096). Program mode:
+    the action width; token mode: the most tokens a program can have before it ends."""
     iterations: int = 1
     """Program mode: write -> compile -> run -> test rounds per episode (truncated after the last)."""
     seed: int | None = None
-    """Seed of the env's torch generator at the first ``reset()`` without a seed (None: fresh entropy)."""
+    """Seed of the env's torch generator at the first ``reset()`` without a seed, in [0, 2**64)
+    (None: fresh entropy)."""
     base: int | None = None
     """Override of the task's cell base (None: the task's own)."""
     max_steps: int | None = None
@@ -79,6 +82,9 @@ class EnvConfig:
         object.__setattr__(self, "mode", _as_mode(self.mode))
         _check_int("num_envs", self.num_envs, 1)
         _check_int("max_len", self.max_len, 1)
+        if self.max_len > MAX_LEN:
+            raise ValueError(f"max_len must be an int in [1, {MAX_LEN}], got {self.max_len!r}: longer programs would "
+                             f"exhaust memory (see synthenv.language.MAX_LEN); PQT writes 100-token programs")
         _check_int("iterations", self.iterations, 1)
         if self.iterations != 1 and self.mode is Mode.TOKEN:
             raise ValueError(f"iterations={self.iterations} applies to program mode only; token mode writes one "
@@ -86,8 +92,7 @@ class EnvConfig:
         if self.lazy_scoring and self.mode is Mode.PROGRAM:
             raise ValueError("lazy_scoring=True applies to token mode only (program mode scores every step); "
                              "drop it or use mode='token'")
-        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0):
-            raise ValueError(f"seed must be None or a non-negative int, got {self.seed!r}")
+        require_seed("seed", self.seed)
         if self.base is not None:
             _check_int("base", self.base, 2)
         if self.max_steps is not None:

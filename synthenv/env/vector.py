@@ -9,6 +9,7 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from synthenv.checks import require_seed, resolve_device
 from synthenv.language import EOS, VOCAB_SIZE
 from synthenv.pipeline import Evaluator
 from synthenv.tasks import Task
@@ -106,7 +107,7 @@ class SynthVecEnv(VectorEnv):
     def __init__(self, task: str | Task = "reverse", num_envs: int = 1, **options: Any):
         self.config = EnvConfig(task=task, num_envs=num_envs, **options)
         self.task = self.config.resolve_task()
-        self.device = _resolve_device(self.config.device)
+        self.device = resolve_device(self.config.device)
         self.num_envs = self.config.num_envs
         self.evaluator = Evaluator.create(self.config.backend, self.config.engine, self.device)
         self._dynamics = _make_dynamics(self.config, self.task, self.evaluator, self.device)
@@ -134,8 +135,7 @@ class SynthVecEnv(VectorEnv):
         Returns:
             ``(obs, info)``: the reset observation dict; ``info`` holds ``action_mask`` in token mode.
         """
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-            raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
+        require_seed("seed", seed)  # what torch.Generator.manual_seed takes: [0, 2**64)
         if options:
             raise ValueError(f"SynthVecEnv.reset takes no options, got {sorted(options)}; pass options=None")
         self._check_open()
@@ -248,17 +248,3 @@ def _make_dynamics(config: EnvConfig, task: Task, evaluator: Evaluator, device: 
         return ProgramDynamics(task, evaluator, config.num_envs, config.max_len, config.iterations, device)
     return TokenDynamics(task, evaluator, config.num_envs, config.max_len, config.allow_eos, config.lazy_scoring,
                          device)
-
-
-def _resolve_device(name: str) -> torch.device:
-    """A concrete device (``cuda`` -> ``cuda:<current>``) that exists on this machine."""
-    device = torch.device(name)
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(f"device {name!r} needs CUDA, but torch.cuda.is_available() is False; use device='cpu'")
-        if device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
-        elif device.index >= torch.cuda.device_count():
-            raise ValueError(f"device {name!r} does not exist: {torch.cuda.device_count()} CUDA device(s)")
-    return device
-
