@@ -33,15 +33,15 @@ class PolicyConfig:
     """Architecture of the program policy."""
 
     kind: Literal["lstm", "transformer"] = "lstm"
-    """``lstm``: PQT's policy (PQT_SPEC §4); ``transformer``: a small causal transformer."""
+    """lstm: the PQT paper's policy (2 x 35 units); transformer: a small causal transformer."""
     hidden: int = 35
     """LSTM units per layer (PQT: 35) or transformer width."""
     layers: int = 2
     """Recurrent or transformer layers (PQT: 2)."""
     embedding: int = 10
-    """Token embedding size (PQT: 10); the transformer embeds to ``hidden`` instead."""
+    """Token embedding size (PQT: 10); the transformer embeds to hidden instead."""
     heads: int = 4
-    """Attention heads (transformer only; must divide ``hidden``)."""
+    """Attention heads (transformer only; must divide hidden)."""
 
     def __post_init__(self) -> None:
         if self.kind not in ("lstm", "transformer"):

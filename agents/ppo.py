@@ -97,7 +97,7 @@ class PPOConfig:
     feedback: bool = True
     """Condition the policy on the parent's per-case test feedback (False: it sees the program only)."""
     editor: EditorConfig = field(default_factory=EditorConfig)
-    """The edit policy's architecture (its ``max_edits`` is this config's)."""
+    """The edit policy's architecture (its max_edits follows this config's)."""
 
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "batch_size", "islands", "island_size", "patience", "initial_length",

@@ -13,7 +13,6 @@ stop and budget checks, checkpoints), at the points marked ``# sync point``.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +20,11 @@ from pathlib import Path
 import torch
 
 from synthenv import tasks
-from synthenv.checks import require_positive_int_fields
+from synthenv.checkpoint import RESUME_FIX, CheckpointError, load_checkpoint, save_checkpoint
+from synthenv.checks import (require_finite, require_positive_int_fields, require_seed, require_writable,
+                             resolve_device)
 from synthenv.env import SynthVecEnv
-from synthenv.env.vector import _resolve_device
-from synthenv.language import decode_batch
+from synthenv.language import MAX_LEN, decode_batch
 
 from . import make
 from .common import batch_statistics
@@ -89,14 +89,17 @@ class TrainConfig:
         _registry.get(self.algo)
         if not isinstance(self.npe, int) or isinstance(self.npe, bool) or self.npe < 1:
             raise ValueError(f"npe must be a positive int (programs per seed), got {self.npe!r}")
-        if self.seconds is not None and not (isinstance(self.seconds, (int, float)) and math.isfinite(self.seconds)
-                                             and self.seconds > 0):
-            raise ValueError(f"seconds must be None or a finite number > 0, got {self.seconds!r}")
+        if self.seconds is not None:
+            require_finite("seconds", self.seconds, low=0.0, low_open=True)
         seeds = tuple(self.seeds)
-        if not seeds or any(not isinstance(s, int) or s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        if not seeds or len(set(seeds)) != len(seeds):
             raise ValueError(f"seeds must be distinct non-negative ints, got {self.seeds!r}")
+        for seed in seeds:
+            require_seed("seed", seed, allow_none=False)
         object.__setattr__(self, "seeds", seeds)
         require_positive_int_fields(self, "max_len", "log_every", "checkpoint_every")
+        if self.max_len > MAX_LEN:
+            raise ValueError(f"max_len must be at most {MAX_LEN} tokens, got {self.max_len}")
         if self.max_train_steps is not None:
             require_positive_int_fields(self, "max_train_steps")
 
@@ -126,8 +129,12 @@ class Trainer:
 
     def __init__(self, config: TrainConfig):
         self.config = config
-        self.device = _resolve_device(config.device)
+        self.device = resolve_device(config.device)  # before anything is allocated there
         self.task = tasks.from_spec(config.task)
+        if config.log_dir is not None:
+            require_writable(config.log_dir, "log dir (--log-dir)", directory=True)
+        if config.checkpoint:
+            require_writable(config.checkpoint, "checkpoint (--checkpoint)")
         self.algorithm = make(config.algo, config.algo_config, config.seeds, config.max_len, self.device)
         self.num_members, self.batch = len(config.seeds), self.algorithm.programs_per_step
         self.env = SynthVecEnv(self.task, self.num_members * self.batch, mode="program", backend=config.backend,
@@ -264,15 +271,17 @@ class Trainer:
 
     def save(self, path: str) -> None:
         """Write a checkpoint (atomically: a crash never leaves half a file). # sync point."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        torch.save(self.state_dict(), partial)
-        partial.replace(path)
+        save_checkpoint(path, self.state_dict())
 
     def load(self, path: str) -> None:
-        """Continue from a checkpoint written by ``save`` with the same settings."""
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        """Continue from a checkpoint written by ``save`` with the same settings.
+
+        The file is untrusted data: it is loaded with ``weights_only=True`` (no code runs), and a
+        damaged file or one written by something else is a ``CheckpointError`` naming the fix.
+        """
+        state = load_checkpoint(path, map_location="cpu", required_keys=_STATE_KEYS)
+        if not isinstance(state["config"], dict) or not isinstance(state["algorithm"], dict):
+            raise CheckpointError(f"cannot load checkpoint {path!r}: it was not written by synthenv train; {RESUME_FIX}")
         saved, current = state["config"], _comparable(self.config, self.algorithm.config)
         different = sorted(k for k in current if saved.get(k) != current[k])
         if different:
@@ -286,6 +295,8 @@ class Trainer:
             setattr(self, name, state[name].to(self.device))
 
 
+_STATE_KEYS = ("config", "algorithm", "step_count", "npe_done", "npe", "solved_npe", "solved_step", "best_rewards",
+               "best_tokens", "run_dirs", "elapsed", "step_seconds", "programs_executed")
 _RESUMABLE = ("npe", "seconds", "log_dir", "log_every", "checkpoint", "checkpoint_every", "resume",
               "max_train_steps", "progress")
 

@@ -7,12 +7,12 @@ synchronises with the host.
 
 An *edit* of a program is up to E point edits, each ``(position, kind, token)``:
 
-- ``SUBSTITUTE``: the token at ``position`` becomes ``token`` (at the end: appends it);
+- ``SUBSTITUTE``: the token at ``position`` becomes ``token``;
 - ``INSERT``: ``token`` is inserted before ``position`` (a full program drops its last token);
 - ``DELETE``: the token at ``position`` is removed.
 
-Positions index the *parent*: ``apply_edits`` applies a program's edits from the highest
-position down, so an edit never moves the place another one refers to. Random mutation
+Positions index the *parent*, so an edit never moves the place another one refers to; edits at
+one position act on consecutive tokens (``apply_edits``), so a few of them rewrite a window. Random mutation
 (``random_edits``) and the learned edit policy (``agents.editor``) write edits in this one
 format, which is what lets the policy imitate edits that random mutation found.
 """
@@ -115,28 +115,41 @@ def random_edits(generators: list[torch.Generator], parents: torch.Tensor, max_e
     return Edits(positions, kinds, tokens, active)
 
 
-def _apply_one(programs: torch.Tensor, position: torch.Tensor, kind: torch.Tensor, token: torch.Tensor,
-               active: torch.Tensor) -> torch.Tensor:
-    """One point edit per row of ``programs [..., L]`` (``position`` etc. ``[...]``)."""
-    length = programs.shape[-1]
-    t = torch.arange(length, device=programs.device)
-    p, k = position[..., None], kind[..., None]
-    source = torch.where(t < p, t, torch.where(k == INSERT, t - 1, torch.where(k == DELETE, t + 1, t)))
-    moved = programs.gather(-1, source.clamp(0, length - 1))  # [..., L]
-    moved = torch.where(source >= length, EOS, moved)  # a deletion pulls EOS in at the end
-    edited = torch.where((t == p) & (k != DELETE), token[..., None], moved)
-    return torch.where(active[..., None], edited, programs)
-
-
 def apply_edits(parents: torch.Tensor, edits: Edits) -> torch.Tensor:
-    """The children: each parent ``[..., L]`` with its edits applied, highest position first."""
-    order = torch.where(edits.active, edits.positions, -1).argsort(dim=-1, descending=True, stable=True)
-    pick = lambda x: x.gather(-1, order)  # noqa: E731
+    """The children: each parent ``[..., L]`` with its edits applied (see the module docstring).
+
+    Edits act in ascending position order with a read cursor over the parent: the parent is
+    copied up to the edit's position (or the cursor, if already past it), a substitution or
+    insertion writes its command, and a substitution or deletion then consumes the next parent
+    token. So two substitutions at one position rewrite a window of two tokens. One gather and
+    O(E) comparisons per token, whatever the edits: output position t reads the parent at
+    ``t + offset``, and the offset changes only after each edit.
+    """
+    length = parents.shape[-1]
+    order = torch.where(edits.active, edits.positions, length + 1).argsort(dim=-1, stable=True)
+    pick = lambda x: x.gather(-1, order)  # noqa: E731  [..., E] in ascending position order
     positions, kinds, tokens, active = pick(edits.positions), pick(edits.kinds), pick(edits.tokens), pick(edits.active)
-    children = parents
+    lengths = program_lengths(parents)  # [...]
+    t = torch.arange(length, device=parents.device)
+    cursor = torch.zeros_like(lengths)  # parent read position
+    out = torch.zeros_like(lengths)  # output write position
+    source = t.expand_as(parents)  # [..., L] the parent position each output position reads
+    written = []
     for e in range(positions.shape[-1]):
-        children = _apply_one(children, positions[..., e], kinds[..., e], tokens[..., e], active[..., e])
-    return canonical(children)
+        act = active[..., e]
+        read = torch.where(act, torch.maximum(cursor, positions[..., e]), cursor)  # where the edit acts
+        emit = act & (kinds[..., e] != DELETE)
+        consume = act & (kinds[..., e] != INSERT) & (read < lengths)
+        at = out + read - cursor  # output position of the edit's command (if it writes one)
+        written.append((at, emit, tokens[..., e]))
+        cursor = read + consume.long()
+        out = at + emit.long()
+        source = torch.where(t >= out[..., None], t + (cursor - out)[..., None], source)  # copying resumes at out
+    children = parents.gather(-1, source.clamp(max=length - 1))
+    children = torch.where(source < lengths[..., None], children, EOS)  # past the parent's end
+    for at, emit, token in written:
+        children = torch.where((t == at[..., None]) & emit[..., None], token[..., None], children)
+    return children
 
 
 def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: torch.Tensor) -> torch.Tensor:

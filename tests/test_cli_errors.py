@@ -80,8 +80,6 @@ def test_train_resume_from_a_missing_file(tmp_path, capsys):
     assert_user_error(*run_main(capsys, train_args(**{"--resume": missing})), "train", "missing.pt")
 
 
-@pytest.mark.xfail(reason="needs agents/trainer.py to load with synthenv.checkpoint.load_checkpoint (the lead's "
-                          "part of issue 11 item 1)", strict=False)
 @pytest.mark.parametrize("content", [b"junk", b"", b"\x80\x04K\x01."], ids=["junk", "empty", "pickle"])
 def test_train_resume_from_a_bad_file(tmp_path, capsys, content):
     path = tmp_path / "bad.pt"
@@ -89,8 +87,6 @@ def test_train_resume_from_a_bad_file(tmp_path, capsys, content):
     assert_user_error(*run_main(capsys, train_args(**{"--resume": str(path)})), "train", "bad.pt", "checkpoint")
 
 
-@pytest.mark.xfail(reason="needs agents/trainer.py to resume with synthenv.checkpoint.load_checkpoint and "
-                          "required keys (the lead's part of issue 11 item 1)", strict=False)
 def test_train_resume_from_a_checkpoint_of_another_program(tmp_path, capsys):
     path = tmp_path / "other.pt"
     save_checkpoint(path, {"weights": torch.ones(2)})
@@ -98,8 +94,6 @@ def test_train_resume_from_a_checkpoint_of_another_program(tmp_path, capsys):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised when CUDA is missing")
-@pytest.mark.xfail(reason="needs agents/trainer.py to resolve its device with synthenv.checks.resolve_device before "
-                          "it creates generators there (the lead's part of issue 11 item 8)", strict=False)
 def test_train_on_cuda_without_cuda(capsys):
     assert_user_error(*run_main(capsys, train_args(**{"--device": "cuda"})), "train", "needs CUDA", "--device cpu")
 

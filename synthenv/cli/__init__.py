@@ -49,14 +49,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from synthenv.cli.train import algo_from_argv, command_type
 
         configs["train"] = command_type(algo_from_argv(args[1:]))
-    config = tyro.extras.subcommand_cli_from_dict(
-        configs,
-        prog="synthenv",
-        description="synthenv: compile, run and score BF programs at scale; train synthesis agents.",
-        args=args,
-    )
-    command = next((name for name, cls in configs.items() if isinstance(config, cls)), "")
+    command = args[0] if args and args[0] in configs else ""
     try:
+        config = tyro.extras.subcommand_cli_from_dict(  # building a config checks it: errors are the user's
+            configs,
+            prog="synthenv",
+            description="synthenv: compile, run and score BF programs at scale; train synthesis agents.",
+            args=args,
+        )
         return int(config.run() or 0)
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

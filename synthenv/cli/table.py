@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synthenv.agents.trainer import DEFAULT_NPE
+from synthenv.checks import require_writable
 
 DEFAULT_TASKS = ("print-hello", "reverse-tune", "remove-char-tune", "shift-left", "echo-second-seq", "add",
                  "divide-2", "bool-logic")
@@ -70,7 +71,7 @@ class TableCommand:
     def run(self) -> int:
         specs = self.cell_specs()
         json_path, md_path = Path(self.out + ".json"), Path(self.out + ".md")
-        json_path.parent.mkdir(parents=True, exist_ok=True)
+        require_writable(json_path, "--out")
         cells = {} if self.fresh or not json_path.exists() else load_cells(json_path, self.budget())
         for task, algo in specs:
             if (task, algo) in cells:

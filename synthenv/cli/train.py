@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 import tyro
 
 from synthenv.agents.trainer import DEFAULT_NPE, TrainConfig
+from synthenv.checks import require_writable
 
 Algo = Literal["ppo", "mutation", "pqt", "pg-pqt", "reinforce", "ga", "random"]
 DEFAULT_ALGO = "ppo"
@@ -86,7 +87,7 @@ class TrainCommand:
 
         config = self.train_config()
         if self.json_out:
-            _check_writable(self.json_out)
+            require_writable(self.json_out, "--json-out")
         results = agents.train(config)
         print(summary(results))
         if self.json_out:
@@ -121,20 +122,6 @@ def algo_from_argv(argv: list[str], default: str = DEFAULT_ALGO) -> str:
         if value is not None:
             return value if value in agents.names() else default  # tyro reports an unknown name
     return default
-
-
-def _check_writable(path: str) -> None:
-    """Fail before training when a result file cannot be written (nothing is created)."""
-    import os
-    from pathlib import Path
-
-    target = Path(path).absolute()
-    folder = next((p for p in (target.parent, *target.parent.parents) if p.exists()), None)
-    if target.is_dir():
-        raise ValueError(f"--json-out {path!r} is a directory; give a file path")
-    if (target.exists() and not os.access(target, os.W_OK)) or folder is None or not folder.is_dir() \
-            or not os.access(folder, os.W_OK):
-        raise ValueError(f"--json-out {path!r} cannot be written; pick a path in a writable directory")
 
 
 def summary(results) -> str:
