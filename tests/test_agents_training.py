@@ -123,7 +123,7 @@ def test_bad_settings_raise_clear_errors():
         TrainConfig(algo="ppp")
     with pytest.raises(ValueError, match="npe must be a positive int"):
         TrainConfig(npe=0)
-    with pytest.raises(ValueError, match="seconds must be None or a finite number > 0"):
+    with pytest.raises(ValueError, match="seconds must be a finite float in \\(0, inf\\), got nan"):
         TrainConfig(seconds=float("nan"))
     with pytest.raises(ValueError, match="seeds must be distinct"):
         TrainConfig(seeds=(1, 1))
