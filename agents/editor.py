@@ -65,19 +65,37 @@ def _zeros(shape: tuple[int, ...], num_members: int, device) -> nn.Parameter:
 
 @dataclass(frozen=True)
 class EditLogits:
-    """The policy's output for N programs per member.
+    """The policy's output for N programs per member; kind and command logits are computed only
+    at the positions asked for (``at``), which is all an edit needs.
 
     Attributes:
         position: ``[S, N, P]`` logits of where to edit (invalid positions masked).
-        kind: ``[S, N, P, 3]`` logits of substitute / insert / delete at each position (masked).
-        token: ``[S, N, P, 8]`` logits of the command written at each position.
         count: ``[S, N, E]`` logits of the number of edits (1 .. E).
+        hidden: ``[S, N, P, H]`` the features of every position.
+        lengths: ``[S, N]`` the parents' lengths.
+        heads: ``[S, H, 11]`` the kind (3) and command (8) heads.
     """
 
     position: torch.Tensor
-    kind: torch.Tensor
-    token: torch.Tensor
     count: torch.Tensor
+    hidden: torch.Tensor
+    lengths: torch.Tensor
+    heads: torch.Tensor
+
+    def at(self, where: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Kind logits ``[S, N, E, 3]`` (masked: at the end only insertion) and command logits
+        ``[S, N, E, 8]`` at positions ``where [S, N, E]``."""
+        s, n, e = where.shape
+        picked = self.hidden.gather(2, where[..., None].expand(-1, -1, -1, self.hidden.shape[-1]))  # [S, N, E, H]
+        out = torch.bmm(picked.reshape(s, n * e, -1), self.heads).view(s, n, e, -1)
+        at_end = (where == self.lengths[..., None])[..., None]  # [S, N, E, 1]
+        kind_ok = torch.cat([~at_end, torch.ones_like(at_end), ~at_end], dim=-1)
+        return torch.where(kind_ok, out[..., :NUM_KINDS], MASKED_LOGIT), out[..., NUM_KINDS:]
+
+    def select(self, part: slice) -> EditLogits:
+        """The logits of programs ``part`` (along N)."""
+        return EditLogits(self.position[:, part], self.count[:, part], self.hidden[:, part], self.lengths[:, part],
+                          self.heads)
 
 
 class EditPolicy(nn.Module):
@@ -104,7 +122,8 @@ class EditPolicy(nn.Module):
         self.film = _param((num_features, h), 1.0 / math.sqrt(num_features), generators, device)  # [S, F, H]
         self.mix = _param((h, h), 1.0 / math.sqrt(h), generators, device)  # [S, H, H]
         self.mix_bias = _zeros((h,), s, device)
-        self.heads = _param((h, 1 + NUM_KINDS + NUM_COMMANDS), 0.1 / math.sqrt(h), generators, device)  # [S, H, 12]
+        self.where_head = _param((h, 1), 0.1 / math.sqrt(h), generators, device)  # [S, H, 1]
+        self.heads = _param((h, NUM_KINDS + NUM_COMMANDS), 0.1 / math.sqrt(h), generators, device)  # [S, H, 11]
         self.count_head = _param((h, config.max_edits), 0.1 / math.sqrt(h), generators, device)  # [S, H, E]
 
     def forward(self, parents: torch.Tensor, features: torch.Tensor) -> EditLogits:
@@ -121,21 +140,15 @@ class EditPolicy(nn.Module):
                                       groups=s)  # [N, S*H, P]
         hidden = hidden.view(n, s, -1, length + 1).permute(1, 0, 3, 2)  # [S, N, P, H]
         hidden = hidden + torch.bmm(features, self.film)[:, :, None, :]  # the feedback shifts every position
-        hidden = nn.functional.gelu(hidden).reshape(s, n * (length + 1), -1)
-        hidden = hidden + nn.functional.gelu(torch.baddbmm(self.mix_bias[:, None, :], hidden, self.mix))
-        out = torch.bmm(hidden, self.heads).view(s, n, length + 1, -1)  # [S, N, P, 12]
-        pooled = hidden.view(s, n, length + 1, -1).mean(2)  # [S, N, H]
-        lengths = program_lengths(parents)[..., None]  # [S, N, 1]
+        hidden = torch.relu(hidden).reshape(s, n * (length + 1), -1)
+        hidden = hidden + torch.relu(torch.baddbmm(self.mix_bias[:, None, :], hidden, self.mix))
+        where = torch.bmm(hidden, self.where_head).view(s, n, length + 1)  # [S, N, P]
+        hidden = hidden.view(s, n, length + 1, -1)
+        lengths = program_lengths(parents)  # [S, N]
         p = torch.arange(length + 1, device=parents.device)
-        at_end = p == lengths  # [S, N, P]: only insertion (appending) makes sense there
-        position_ok = (p <= lengths) & (p < length + (lengths < length).long())  # a full program has no append slot
-        kind_ok = torch.stack([~at_end, torch.ones_like(at_end), ~at_end], dim=-1)  # [S, N, P, 3]
-        return EditLogits(
-            torch.where(position_ok, out[..., 0], MASKED_LOGIT),
-            torch.where(kind_ok, out[..., 1: 1 + NUM_KINDS], MASKED_LOGIT),
-            out[..., 1 + NUM_KINDS:],
-            torch.bmm(pooled, self.count_head),
-        )
+        position_ok = (p <= lengths[..., None]) & (p < length + (lengths < length).long()[..., None])  # full: no append
+        return EditLogits(torch.where(position_ok, where, MASKED_LOGIT), torch.bmm(hidden.mean(2), self.count_head),
+                          hidden, lengths, self.heads)
 
     @torch.no_grad()
     def sample(self, parents: torch.Tensor, features: torch.Tensor,
@@ -150,7 +163,7 @@ class EditPolicy(nn.Module):
         count = 1 + (logits.count + noise[..., e, :e]).argmax(-1)  # [S, N]
         noise = noise[..., :e, :]
         where = (logits.position[:, :, None, :] + noise[..., :positions]).argmax(-1)  # [S, N, E]
-        kind_logits, token_logits = _at(logits.kind, where), _at(logits.token, where)  # [S, N, E, 3 / 8]
+        kind_logits, token_logits = logits.at(where)  # [S, N, E, 3 / 8]
         kinds = (kind_logits + noise[..., positions: positions + NUM_KINDS]).argmax(-1)
         tokens = 1 + (token_logits + noise[..., positions + NUM_KINDS: positions + NUM_KINDS + NUM_COMMANDS]).argmax(-1)
         active = torch.arange(e, device=parents.device) < count[..., None]
@@ -162,20 +175,15 @@ def _gumbel(uniform: torch.Tensor) -> torch.Tensor:
     return -torch.log(-torch.log(uniform.clamp(min=1e-20, max=1 - 1e-7)))
 
 
-def _at(values: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
-    """``values [S, N, P, X]`` at positions ``where [S, N, E]``: ``[S, N, E, X]``."""
-    return values.gather(2, where[..., None].expand(-1, -1, -1, values.shape[-1]))
-
-
 def edit_log_probs(logits: EditLogits, edits: Edits) -> torch.Tensor:
     """``[S, N]`` log-probability of ``edits`` (with grad): the count, then each active edit's
     position, kind and, unless it deletes, its command."""
     count_lp = torch.log_softmax(logits.count, -1).gather(-1, (edits.count - 1).clamp(min=0)[..., None])[..., 0]
     position_lp = torch.log_softmax(logits.position, -1).gather(-1, edits.positions)  # [S, N, E]
-    kind_lp = torch.log_softmax(_at(logits.kind, edits.positions), -1).gather(-1, edits.kinds[..., None])[..., 0]
-    token_lp = torch.log_softmax(_at(logits.token, edits.positions), -1).gather(
-        -1, (edits.tokens - 1).clamp(0, NUM_COMMANDS - 1)[..., None])[..., 0]
-    per_edit = position_lp + kind_lp + torch.where(edits.kinds == DELETE, 0.0, token_lp)
+    kind_logits, token_logits = logits.at(edits.positions)
+    kind_lp = torch.log_softmax(kind_logits, -1).gather(-1, edits.kinds[..., None])[..., 0]
+    token_lp = torch.log_softmax(token_logits, -1).gather(-1, (edits.tokens - 1).clamp(0, NUM_COMMANDS - 1)[..., None])
+    per_edit = position_lp + kind_lp + torch.where(edits.kinds == DELETE, 0.0, token_lp[..., 0])
     return count_lp + (per_edit * edits.active).sum(-1)
 
 
@@ -186,5 +194,6 @@ def edit_entropy(logits: EditLogits, edits: Edits) -> torch.Tensor:
         log_p = torch.log_softmax(values, -1)
         return -(log_p.exp() * log_p).sum(-1)
 
-    inner = entropy(_at(logits.kind, edits.positions)) + entropy(_at(logits.token, edits.positions))  # [S, N, E]
+    kind_logits, token_logits = logits.at(edits.positions)
+    inner = entropy(kind_logits) + entropy(token_logits)  # [S, N, E]
     return entropy(logits.position) + (inner * edits.active).sum(-1) / edits.count.clamp(min=1)

@@ -59,8 +59,8 @@ def feedback_features(obs: dict[str, torch.Tensor], expected: torch.Tensor, expe
     ...        "case_passed": torch.tensor([[1]], dtype=torch.int8), "case_status": torch.tensor([[0]]),
     ...        "case_rewards": torch.tensor([[4.0]]), "output_lengths": torch.tensor([[1]]),
     ...        "outputs": torch.tensor([[[5]]])}
-    >>> feedback_features(obs, torch.tensor([[5]]), torch.tensor([1]), max_len=3).tolist()
-    [[1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.6666666865348389, 1.0]]
+    >>> [round(v, 3) for v in feedback_features(obs, torch.tensor([[5]]), torch.tensor([1]), max_len=3)[0].tolist()]
+    [1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.667, 1.0]
     """
     status = obs["case_status"]
     ok = status == Status.OK  # [N, K]

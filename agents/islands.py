@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from .priority_queue import take_rows
 from .variation import first_occurrences, member_uniform
 
 EMPTY = float("-inf")
@@ -46,6 +47,7 @@ class Islands:
         self.tokens = tokens
         self.rewards = torch.full((s, g, m), EMPTY, dtype=torch.float32, device=device)
         self.features = torch.zeros((s, g, m, num_features), dtype=torch.float32, device=device)
+        self.hashes = torch.zeros((s, g, m), dtype=torch.int64, device=device)  # of programs that have run
         self.best = torch.full((s, g), EMPTY, dtype=torch.float32, device=device)
         self.stale = torch.zeros((s, g), dtype=torch.int64, device=device)
         self.restarts = torch.zeros(s, dtype=torch.int64, device=device)
@@ -66,26 +68,28 @@ class Islands:
         features = self.features.gather(2, index[..., None].expand(-1, -1, -1, self.features.shape[-1]))
         return tokens, features, self.rewards.gather(2, index)
 
-    def merge(self, children: torch.Tensor, rewards: torch.Tensor, features: torch.Tensor, fresh: torch.Tensor,
-              patience: int) -> torch.Tensor:
+    def merge(self, children: torch.Tensor, rewards: torch.Tensor, features: torch.Tensor, hashes: torch.Tensor,
+              fresh: torch.Tensor, patience: int) -> torch.Tensor:
         """Keep each island's M best unique programs among its own and its ``children [S, G, C, L]``
-        (``rewards [S, G, C]``, ``features [S, G, C, F]``); restart islands stale for ``patience``
-        generations with ``fresh [S, G, M, L]`` programs.
+        (``rewards [S, G, C]``, ``features [S, G, C, F]``, ``hashes [S, G, C]`` from
+        ``variation.row_hashes``); restart islands stale for ``patience`` generations with
+        ``fresh [S, G, M, L]`` programs.
 
         Returns ``[S, G]`` bool, the islands that were restarted.
         """
         s, g, m, length = self.shape
         c = children.shape[2]
-        tokens = torch.cat([self.tokens, children], dim=2).view(s * g, m + c, length)
-        scores = torch.cat([self.rewards, rewards.float()], dim=2).view(s * g, m + c)
-        feats = torch.cat([self.features, features], dim=2).view(s * g, m + c, -1)
+        flat = lambda x, own: x.reshape(s * g, own, *x.shape[3:])  # noqa: E731  islands as groups
+        scores = torch.cat([flat(self.rewards, m), flat(rewards.float(), c)], dim=1)  # [S*G, M+C]
+        all_hashes = torch.cat([flat(self.hashes, m), flat(hashes, c)], dim=1)
         # ties keep the island's own program first (stable sort), then the earlier child
-        first = first_occurrences(tokens, scores > EMPTY) | (scores == EMPTY)
+        first = first_occurrences(valid=scores > EMPTY, hashes=all_hashes) | (scores == EMPTY)
         ranked = torch.where(first, scores, EMPTY)
         order = torch.sort(ranked, dim=1, descending=True, stable=True).indices[:, :m]  # [S*G, M]
-        self.tokens = tokens.gather(1, order[..., None].expand(-1, -1, length)).view(s, g, m, length)
         self.rewards = ranked.gather(1, order).view(s, g, m)
-        self.features = feats.gather(1, order[..., None].expand(-1, -1, feats.shape[-1])).view(s, g, m, -1)
+        self.hashes = all_hashes.gather(1, order).view(s, g, m)
+        self.tokens = take_rows(flat(self.tokens, m), flat(children, c), order).view(s, g, m, length)
+        self.features = take_rows(flat(self.features, m), flat(features, c), order).view(s, g, m, -1)
         top = self.rewards[..., 0]  # [S, G]
         improved = top > self.best
         self.best = torch.where(improved, top, self.best)
@@ -100,8 +104,8 @@ class Islands:
         return restart
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        return {name: getattr(self, name).clone() for name in ("tokens", "rewards", "features", "best", "stale",
-                                                                 "restarts")}
+        return {name: getattr(self, name).clone() for name in ("tokens", "rewards", "features", "hashes", "best",
+                                                                 "stale", "restarts")}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         if tuple(state["tokens"].shape) != self.shape:

@@ -115,6 +115,8 @@ class RunLogger:
         best = trainer.best_rewards.tolist()
         if self.writers and self.counts:
             self._write(trainer, npe, best, rate, active, final)
+        if self.writers and final:
+            self._write_final(trainer, npe, best)
         self.sums, self.counts = {}, {}
         if self.bar is not None:
             self._show(trainer, best, rate)
@@ -124,7 +126,6 @@ class RunLogger:
         counts = {key: value.tolist() for key, value in self.counts.items()}
         means = {key: (value / self.counts[key].clamp(min=1.0)).tolist() for key, value in self.sums.items()}
         programs = decode_batch(trainer.best_tokens)
-        seconds = trainer.solve_seconds() if final else None
         for i, writer in enumerate(self.writers):
             if not self.logging[i]:
                 continue
@@ -134,17 +135,22 @@ class RunLogger:
             writer.add_scalar("charts/programs_per_s", rate, npe[i])
             writer.add_scalar("charts/best_reward", best[i], npe[i])
             writer.add_text("programs/best_program", f"`{programs[i]}` (reward {best[i]:.4f})", npe[i])
-            if final:
-                solved = trainer.solved_npe[i].item() >= 0  # sync point: the end of the run
-                finals = (float(solved), float(npe[i]),
-                          seconds[i] if seconds[i] is not None else trainer.elapsed, best[i])
-                for name, value in zip(FINAL_METRICS, finals):
-                    writer.add_scalar(name, value, npe[i])
-                from torch.utils.tensorboard.summary import hparams
-
-                writer.file_writer.add_summary(hparams({}, {})[2])  # session end
             writer.flush()
             self.logging[i] = active[i] and not final
+
+    def _write_final(self, trainer, npe: list[int], best: list[float]) -> None:
+        """The run's outcome under ``hparams/`` (the HPARAMS dashboard's metrics) and the session end."""
+        from torch.utils.tensorboard.summary import hparams
+
+        seconds, solved = trainer.solve_seconds(), trainer.solved_npe.tolist()  # sync point: the end of the run
+        end = hparams({}, {})[2]
+        for i, writer in enumerate(self.writers):
+            finals = (float(solved[i] >= 0), float(npe[i]), seconds[i] if seconds[i] is not None else trainer.elapsed,
+                      best[i])
+            for name, value in zip(FINAL_METRICS, finals):
+                writer.add_scalar(name, value, npe[i])
+            writer.file_writer.add_summary(end)
+            writer.flush()
 
     def _show(self, trainer, best: list[float], rate: float) -> None:
         """The bar shows the budget that binds: the larger of the NPE and time fractions."""

@@ -27,6 +27,7 @@ from .buffers import Rollout, program_mask, sample_programs, token_log_probs
 from .common import (clip_grad_norm_per_member, generator_states, load_generator_states, masked_mean,
                      member_generators)
 from .feedback import Feedback
+from .losses import explained_variance
 from .policies import PolicyConfig, make_policy
 from .priority_queue import ProgramQueue
 
@@ -120,7 +121,7 @@ class PolicyGradient:
         if config.queue_weight:
             queued, valid = self.queue.sample(config.queue_samples, self.generators)  # [S, Q, L], [S, Q]
             tokens = torch.cat([tokens, queued], dim=1)  # one policy pass for the batch and the queue
-        all_log_p, all_entropies, _ = token_log_probs(self.policy, tokens, config.allow_eos)
+        all_log_p, all_entropies = token_log_probs(self.policy, tokens, config.allow_eos)
         log_p, entropies, tokens = all_log_p[:, :b], all_entropies[:, :b], tokens[:, :b]
         mask = program_mask(tokens).float()  # [S, B, L]
         returns = rewards.float()[..., None].expand_as(log_p)  # gamma = 1: terminal reward at every step
@@ -137,9 +138,13 @@ class PolicyGradient:
         loss.sum().backward()  # members share no parameters: the sum keeps their gradients apart
         grad_norm = clip_grad_norm_per_member(list(self.policy.parameters()), config.max_grad_norm)
         self.optimizer.step()
+        baseline = self.baseline[:, None, :].expand_as(returns)
         self._update_baseline(returns, mask)
         return {"losses/policy_loss": policy_loss.detach(), "losses/entropy": masked_mean(entropies.detach(), mask),
-                "losses/queue_loss": queue_loss.detach(), "losses/grad_norm": grad_norm}
+                "losses/queue_loss": queue_loss.detach(), "losses/grad_norm": grad_norm,
+                "losses/explained_variance": explained_variance(baseline, returns, mask.bool()),
+                "charts/learning_rate": torch.full_like(grad_norm, config.learning_rate),
+                "programs/queue_best": self.queue.rewards[:, 0], "programs/queue_worst": self.queue.rewards[:, -1]}
 
     def _update_baseline(self, returns: torch.Tensor, mask: torch.Tensor) -> None:
         """EMA per position over the programs that reach that position."""

@@ -6,12 +6,11 @@ run is the run ``--seed`` would give alone. Dimensions: S members, B programs pe
 L tokens, V = 9 vocabulary, E embedding, H hidden.
 
 A policy reads the previous token (the first input is EOS, PQT's start token) and returns
-logits over the next token and a value estimate:
+logits over the next token:
 
-- ``step(prev [S, B], state, t)`` -> ``(logits [S, B, V], values [S, B], state)``: one token,
-  for sampling;
-- ``evaluate(inputs [S, B, L])`` -> ``(logits [S, B, L, V], values [S, B, L])``: teacher
-  forcing over whole programs, for learning.
+- ``step(prev [S, B], state, t)`` -> ``(logits [S, B, V], state)``: one token, for sampling;
+- ``evaluate(inputs [S, B, L])`` -> ``logits [S, B, L, V]``: teacher forcing over whole
+  programs, for learning.
 """
 
 from __future__ import annotations
@@ -58,9 +57,8 @@ def make_policy(config: PolicyConfig, num_members: int, max_len: int, generators
 
     >>> gens = [torch.Generator().manual_seed(s) for s in range(2)]
     >>> policy = make_policy(PolicyConfig(), 2, 100, gens, torch.device("cpu"))
-    >>> logits, values = policy.evaluate(torch.zeros((2, 3, 5), dtype=torch.int64))
-    >>> tuple(logits.shape), tuple(values.shape)
-    ((2, 3, 5, 9), (2, 3, 5))
+    >>> tuple(policy.evaluate(torch.zeros((2, 3, 5), dtype=torch.int64)).shape)
+    (2, 3, 5, 9)
     """
     if config.kind == "lstm":
         return LSTMPolicy(config, num_members, generators, device)
@@ -75,10 +73,6 @@ def _uniform(shape: tuple[int, ...], bound: float, generators: list[torch.Genera
     return nn.Parameter(torch.stack(rows).to(device))
 
 
-def _zeros(shape: tuple[int, ...], num_members: int, device: torch.device) -> nn.Parameter:
-    return nn.Parameter(torch.zeros((num_members, *shape), dtype=torch.float32, device=device))
-
-
 def _embed(table: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """Row lookup per member: ``table [S, V, E]``, ``tokens [S, ...]`` -> ``[S, ..., E]``."""
     members = torch.arange(table.shape[0], device=tokens.device).view(-1, *([1] * (tokens.dim() - 1)))
@@ -86,12 +80,13 @@ def _embed(table: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
 
 
 class LSTMPolicy(nn.Module):
-    """PQT's policy: token embedding 10, 2-layer LSTM (35, 35), linear without bias to 9 logits;
-    plus a linear value head on the top layer (used by PPO only).
+    """PQT's policy: token embedding 10, 2-layer LSTM (35, 35), linear without bias to 9 logits.
 
     Weights use ``torch.nn.LSTM``'s layout and gate order (i, f, g, o) per member, so that
     teacher forcing runs the fused LSTM kernel (oneDNN on CPU, cuDNN on GPU) member by member,
-    while sampling steps all members at once with batched matrix products.
+    while sampling steps all members at once with batched matrix products. The first layer's
+    input projection depends only on the previous token, so sampling reads it from a table of
+    9 rows per member (``initial_state`` builds it) instead of multiplying every step.
     """
 
     def __init__(self, config: PolicyConfig, num_members: int, generators: list[torch.Generator],
@@ -112,29 +107,24 @@ class LSTMPolicy(nn.Module):
             bias[:, h : 2 * h] = 1.0  # forget-gate bias 1 (TF's LSTM cell default)
             self.bias.append(nn.Parameter(bias))  # [S, 4H]
         self.w_logits = _uniform((h, VOCAB_SIZE), bound, generators, device)  # [S, H, V], no bias
-        self.w_value = _uniform((h, 1), bound, generators, device)  # [S, H, 1]
-        self.b_value = _zeros((1, 1), s, device)
         self.register_buffer("no_bias", torch.zeros(4 * h, dtype=torch.float32, device=device), persistent=False)
 
     def initial_state(self, batch: int) -> list[torch.Tensor]:
-        """Zero (h, c) per layer: ``2 * layers`` tensors of ``[S, B, H]``."""
+        """Zero (h, c) per layer (``2 * layers`` tensors of ``[S, B, H]``), then the first layer's
+        input table ``[S, V, 4H]``: embedding times input weights plus bias, per token."""
         zeros = torch.zeros((self.num_members, batch, self.hidden), dtype=torch.float32, device=self.embed.device)
-        return [zeros] * (2 * self.num_layers)
-
-    def _heads(self, top: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``top [S, B', H]`` -> logits ``[S, B', V]``, values ``[S, B']``."""
-        logits = torch.bmm(top, self.w_logits)
-        values = torch.baddbmm(self.b_value, top, self.w_value)[..., 0]
-        return logits, values
+        table = torch.baddbmm(self.bias[0][:, None, :], self.embed, self.w_in[0].transpose(1, 2))
+        return [zeros] * (2 * self.num_layers) + [table]
 
     def step(self, prev: torch.Tensor, state: list[torch.Tensor], t: int):
-        """One token for every program: ``prev [S, B]`` -> logits ``[S, B, V]``, values ``[S, B]``."""
-        x = _embed(self.embed, prev)  # [S, B, E]
+        """One token for every program: ``prev [S, B]`` -> logits ``[S, B, V]``."""
+        table = state[-1]
         h_size = self.hidden
         new_state = []
+        x = None
         for w_in, w_rec, bias, layer in zip(self.w_in, self.w_rec, self.bias, range(self.num_layers)):
             h, c = state[2 * layer], state[2 * layer + 1]
-            gates = torch.baddbmm(bias[:, None, :], x, w_in.transpose(1, 2))
+            gates = _embed(table, prev) if layer == 0 else torch.baddbmm(bias[:, None, :], x, w_in.transpose(1, 2))
             gates = torch.baddbmm(gates, h, w_rec.transpose(1, 2))  # [S, B, 4H]
             squashed = torch.sigmoid(gates)
             c = squashed[..., h_size : 2 * h_size] * c + squashed[..., :h_size] * torch.tanh(
@@ -142,11 +132,10 @@ class LSTMPolicy(nn.Module):
             h = squashed[..., 3 * h_size :] * torch.tanh(c)
             new_state += [h, c]
             x = h
-        logits, values = self._heads(x)
-        return logits, values, new_state
+        return torch.bmm(x, self.w_logits), new_state + [table]
 
-    def evaluate(self, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Teacher forcing: ``inputs [S, B, L]`` -> logits ``[S, B, L, V]``, values ``[S, B, L]``."""
+    def evaluate(self, inputs: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: ``inputs [S, B, L]`` -> logits ``[S, B, L, V]``."""
         s, b, length = inputs.shape
         x = _embed(self.embed, inputs)  # [S, B, L, E]
         zeros = torch.zeros((self.num_layers, b, self.hidden), dtype=x.dtype, device=x.device)
@@ -159,8 +148,7 @@ class LSTMPolicy(nn.Module):
                                    False, True)
             outputs.append(top)  # [B, L, H]
         top = torch.stack(outputs).reshape(s, b * length, self.hidden)
-        logits, values = self._heads(top)
-        return logits.view(s, b, length, VOCAB_SIZE), values.view(s, b, length)
+        return torch.bmm(top, self.w_logits).view(s, b, length, VOCAB_SIZE)
 
 
 class TransformerPolicy(nn.Module):
@@ -187,8 +175,6 @@ class TransformerPolicy(nn.Module):
             self.blocks.append(block)
         self.ln_f = nn.Parameter(torch.ones((s, 1, d), device=device))
         self.w_logits = _uniform((d, VOCAB_SIZE), bound, generators, device)  # [S, D, V]
-        self.w_value = _uniform((d, 1), bound, generators, device)
-        self.b_value = _zeros((1, 1), s, device)
 
     @staticmethod
     def _norm(x: torch.Tensor, gain: torch.Tensor) -> torch.Tensor:
@@ -216,28 +202,25 @@ class TransformerPolicy(nn.Module):
         hidden = nn.functional.gelu(torch.bmm(self._norm(x, block["ln2"]), block["up"]))
         return x + torch.bmm(hidden, block["down"])
 
-    def _heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        top = self._norm(x, self.ln_f)
-        return torch.bmm(top, self.w_logits), torch.baddbmm(self.b_value, top, self.w_value)[..., 0]
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.bmm(self._norm(x, self.ln_f), self.w_logits)
 
     def initial_state(self, batch: int) -> list[list]:
         """One empty (keys, values) cache per block."""
         return [[] for _ in self.blocks]
 
     def step(self, prev: torch.Tensor, state: list[list], t: int):
-        """One token at position ``t``: ``prev [S, B]`` -> logits ``[S, B, V]``, values ``[S, B]``."""
+        """One token at position ``t``: ``prev [S, B]`` -> logits ``[S, B, V]``."""
         b = prev.shape[1]
         x = _embed(self.embed, prev) + self.position[:, t : t + 1]  # [S, B, D]
         for block, cache in zip(self.blocks, state):
             x = self._block(block, x, b, cache)
-        logits, values = self._heads(x)
-        return logits, values, state
+        return self._logits(x), state
 
-    def evaluate(self, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Teacher forcing: ``inputs [S, B, L]`` -> logits ``[S, B, L, V]``, values ``[S, B, L]``."""
+    def evaluate(self, inputs: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: ``inputs [S, B, L]`` -> logits ``[S, B, L, V]``."""
         s, b, length = inputs.shape
         x = (_embed(self.embed, inputs) + self.position[:, None, :length]).reshape(s, b * length, self.width)
         for block in self.blocks:
             x = self._block(block, x, b, None)
-        logits, values = self._heads(x)
-        return logits.view(s, b, length, VOCAB_SIZE), values.view(s, b, length)
+        return self._logits(x).view(s, b, length, VOCAB_SIZE)

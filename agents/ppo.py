@@ -39,12 +39,12 @@ import torch
 from synthenv.checks import require_positive_int_fields
 
 from .common import clip_grad_norm_per_member, generator_states, load_generator_states, masked_mean, member_generators
-from .editor import EditLogits, EditorConfig, EditPolicy, edit_entropy, edit_log_probs
+from .editor import EditorConfig, EditPolicy, edit_entropy, edit_log_probs
 from .feedback import NUM_FEATURES, Feedback
 from .islands import EMPTY, Islands
 from .losses import clipped_policy_loss, normalize_advantages, risk_seeking_advantages
 from .priority_queue import ProgramQueue
-from .variation import Edits, apply_edits, member_uniform, random_edits, random_programs, splice
+from .variation import Edits, apply_edits, member_uniform, random_edits, random_programs, row_hashes, splice
 
 _EDIT_FIELDS = ("positions", "kinds", "tokens", "active")
 
@@ -69,13 +69,13 @@ class PPOConfig:
     """A variant makes 1 .. max_edits point edits (random variants: uniform; policy: learned)."""
     splice_fraction: float = 0.1
     """Share of each generation made by crossover (a splice of a queued program or an island-mate)."""
-    policy_fraction: float = 0.125
+    policy_fraction: float = 0.0625
     """Share of each generation written by the edit policy (0: random variants only, no learning)."""
     queue_size: int = 64
     """K, best unique programs (crossover mates) and best improving edits (imitation) kept per member."""
     learning_rate: float = 3e-3
     """Adam step size of the edit policy."""
-    update_every: int = 4
+    update_every: int = 8
     """Generations between policy updates (each update learns from all of them)."""
     update_batch: int = 256
     """Policy variants per member each update learns from (drawn from the buffered generations)."""
@@ -134,10 +134,6 @@ class PPOConfig:
     def splice_children(self) -> int:
         """Crossovers per island per generation."""
         return round(self.children_per_island * self.splice_fraction)
-
-
-def _slice_logits(logits: EditLogits, part: slice) -> EditLogits:
-    return EditLogits(*(getattr(logits, f.name)[:, part] for f in dataclasses.fields(EditLogits)))
 
 
 def _cat_edits(parts: list[Edits], dim: int) -> Edits:
@@ -235,15 +231,16 @@ class PPO:
         gains = torch.where(known, rewards - parent_rewards, 0.0)
         improved = known & (gains > 0)
         stats = self._improve_rates(improved, known, n_pol, n_spl)
-        edited = torch.ones(c, dtype=torch.bool, device=self.device)
-        edited[n_pol: n_pol + n_spl] = False  # crossovers are not edits
-        self._remember_edits(rewards, improved & edited, pending)
+        edited = torch.arange(c, device=self.device)
+        edited = (edited < n_pol) | (edited >= n_pol + n_spl)  # crossovers are not edits
+        hashes = row_hashes(feedback.tokens)  # [S, B]: once for the islands and both queues
+        self._remember_edits(rewards, improved & edited, pending, hashes)
         if n_pol:
             self._store(pending, gains[:, :, :n_pol], known[:, :, :n_pol])
         fresh = self._fresh()
         patience = config.patience if config.restarts else torch.iinfo(torch.int64).max
-        restarted = self.islands.merge(pending["children"], rewards, features, fresh, patience)
-        self.queue.push(feedback.tokens, feedback.rewards)
+        restarted = self.islands.merge(pending["children"], rewards, features, hashes.view(s, g, c), fresh, patience)
+        self.queue.push(feedback.tokens, feedback.rewards, hashes=hashes)
         stats.update({"programs/queue_best": self.queue.rewards[:, 0], "programs/queue_worst": self.queue.rewards[:, -1],
                       "charts/island_restarts": restarted.float().sum(1),
                       "charts/island_best_mean": self.islands.best.clamp(min=-1.0).mean(1)})
@@ -262,12 +259,13 @@ class PPO:
         return {f"charts/improve_rate_{name}": masked_mean(improved[:, :, part].float(), known[:, :, part])
                 for name, part in parts.items() if improved[:, :, part].numel()}
 
-    def _remember_edits(self, rewards: torch.Tensor, improving: torch.Tensor, pending: dict) -> None:
+    def _remember_edits(self, rewards: torch.Tensor, improving: torch.Tensor, pending: dict,
+                        hashes: torch.Tensor) -> None:
         """Queue the edits that beat their parent, ranked by the child's reward (the imitation set)."""
         s, length = rewards.shape[0], self.max_len
         edits = pending["edits"]
         self.edit_queue.push(
-            pending["children"].reshape(s, -1, length), torch.where(improving, rewards, EMPTY).reshape(s, -1),
+            pending["children"].reshape(s, -1, length), torch.where(improving, rewards, EMPTY).reshape(s, -1), hashes,
             parents=pending["parents"].reshape(s, -1, length), features=pending["features"].reshape(s, -1, NUM_FEATURES),
             **{f"edit_{name}": getattr(edits, name).reshape(s, -1, self.config.max_edits) for name in _EDIT_FIELDS})
 
@@ -308,7 +306,7 @@ class PPO:
         totals: dict[str, torch.Tensor] = {}
         for _ in range(config.update_epochs):
             logits = self.editor(parents, features)
-            own, imitated = _slice_logits(logits, slice(0, n)), _slice_logits(logits, slice(n, None))
+            own, imitated = logits.select(slice(0, n)), logits.select(slice(n, None))
             log_ratio = edit_log_probs(own, edits) - buffer["log_probs"]
             ratio = log_ratio.exp()
             policy_loss = clipped_policy_loss(advantages, ratio, valid, config.clip_coef)  # [S]

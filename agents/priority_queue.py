@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .variation import first_occurrences
+from .variation import first_occurrences, member_uniform, row_hashes
 
 EMPTY = float("-inf")
 """Reward of an empty slot."""
@@ -37,6 +37,7 @@ class ProgramQueue:
         self.capacity = capacity
         self.tokens = torch.zeros((num_members, capacity, max_len), dtype=torch.int64, device=device)  # [S, K, L]
         self.rewards = torch.full((num_members, capacity), EMPTY, dtype=torch.float32, device=device)  # [S, K]
+        self.hashes = row_hashes(self.tokens)  # [S, K], kept with the programs so a push hashes only the batch
         self.extras = {name: torch.zeros((num_members, capacity, *shape), dtype=dtype, device=device)
                        for name, (shape, dtype) in (extras or {}).items()}  # each [S, K, ...]
 
@@ -45,24 +46,27 @@ class ProgramQueue:
         """``[S, K]`` bool: slots that hold a program."""
         return self.rewards > EMPTY
 
-    def push(self, tokens: torch.Tensor, rewards: torch.Tensor, **extras: torch.Tensor) -> None:
+    def push(self, tokens: torch.Tensor, rewards: torch.Tensor, hashes: torch.Tensor | None = None,
+             **extras: torch.Tensor) -> None:
         """Offer ``tokens [S, B, L]`` with ``rewards [S, B]`` (and their ``extras``); keep the K best
         unique per member.
 
-        De-duplication hashes rows and sorts (``variation.first_occurrences``): O((K + B) log(K + B))
-        per member and memory linear in the batch, so batches of thousands are cheap.
+        De-duplication compares 64-bit row hashes (``variation.first_occurrences``; pass the
+        batch's ``hashes [S, B]`` if already computed): O((K + B) log(K + B)) per member, memory
+        linear in the batch, and only the K kept rows are copied, so batches of thousands are cheap.
         """
-        candidates = torch.cat([self.tokens, tokens], dim=1)  # [S, M, L], M = K + B
-        scores = torch.cat([self.rewards, rewards.float()], dim=1)  # [S, M]
-        first = first_occurrences(candidates, scores > EMPTY)  # [S, M] the earliest valid copy of each program
+        k = self.capacity
+        hashes = row_hashes(tokens) if hashes is None else hashes
+        scores = torch.cat([self.rewards, rewards.float()], dim=1)  # [S, M], M = K + B
+        all_hashes = torch.cat([self.hashes, hashes], dim=1)
+        first = first_occurrences(valid=scores > EMPTY, hashes=all_hashes)  # the earliest valid copy of each
         scores = torch.where(first, scores, EMPTY)
-        order = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, : self.capacity]  # [S, K]
+        order = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :k]  # [S, K]
         self.rewards = scores.gather(1, order)
-        self.tokens = candidates.gather(1, order[..., None].expand(-1, -1, candidates.shape[2]))
+        self.hashes = all_hashes.gather(1, order)
+        self.tokens = take_rows(self.tokens, tokens, order)
         for name, kept in self.extras.items():
-            merged = torch.cat([kept, extras[name]], dim=1)  # [S, M, ...]
-            index = order.view(*order.shape, *([1] * (merged.dim() - 2))).expand(-1, -1, *merged.shape[2:])
-            self.extras[name] = merged.gather(1, index)
+            self.extras[name] = take_rows(kept, extras[name], order)
 
     def sample(self, count: int, generators: list[torch.Generator]) -> tuple[torch.Tensor, torch.Tensor]:
         """Draw ``count`` programs per member uniformly from its filled slots (with replacement).
@@ -71,11 +75,9 @@ class ProgramQueue:
             ``(tokens [S, count, L], valid [S, count])``; ``valid`` is False where the queue
             was empty (those rows hold zeros and must be masked out of any loss).
         """
-        s, k = self.rewards.shape
-        device = self.rewards.device
-        uniform = torch.stack([torch.rand((count, k), generator=g, device=device) for g in generators])
-        keys = torch.where(self.valid[:, None, :], uniform, -1.0)  # [S, count, K]
-        index = keys.argmax(-1)  # [S, count]: uniform among valid slots
+        filled = self.valid.sum(1, keepdim=True)  # [S, 1]: the filled slots are a prefix (best first)
+        uniform = member_uniform(generators, (count,), self.rewards.device)  # [S, count]
+        index = (uniform * filled).long().clamp(max=self.capacity - 1)
         tokens = self.tokens.gather(1, index[..., None].expand(-1, -1, self.tokens.shape[2]))
         return tokens, self.valid.gather(1, index)
 
@@ -89,5 +91,15 @@ class ProgramQueue:
                              f"{tuple(self.tokens.shape)} (members, capacity, max_len); use the same settings")
         self.tokens = state["tokens"].to(self.tokens.device).clone()
         self.rewards = state["rewards"].to(self.rewards.device).clone()
+        self.hashes = row_hashes(self.tokens)
         for name in self.extras:
             self.extras[name] = state[f"extra.{name}"].to(self.tokens.device).clone()
+
+
+def take_rows(kept: torch.Tensor, offered: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+    """Rows ``order [S, K]`` of ``cat([kept [S, K, ...], offered [S, B, ...]], 1)``, without the concatenation."""
+    k = kept.shape[1]
+    view = lambda index: index.view(*index.shape, *([1] * (kept.dim() - 2))).expand(-1, -1, *kept.shape[2:])  # noqa: E731
+    from_kept = kept.gather(1, view(order.clamp(max=k - 1)))
+    from_offered = offered.gather(1, view((order - k).clamp(min=0)))
+    return torch.where(view(order < k), from_kept, from_offered)

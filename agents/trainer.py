@@ -39,10 +39,10 @@ DEFAULT_NPE = 20_000_000
 class TrainConfig:
     """One training job: an algorithm on a task, for one or more seeds.
 
-    >>> config = TrainConfig(task="print-hello", algo="random", npe=128, seeds=(0,), log_dir=None,
+    >>> config = TrainConfig(task="print-hello", algo="random", npe=10_000, seeds=(0,), log_dir=None,
     ...                      progress=False, max_len=10)
-    >>> train(config)[0].npe
-    128
+    >>> train(config)[0].npe  # two batches of 4 096 random programs; a third would pass the budget
+    8192
     """
 
     task: str = "echo"

@@ -19,7 +19,10 @@ format, which is what lets the policy imitate edits that random mutation found.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -115,8 +118,19 @@ def random_edits(generators: list[torch.Generator], parents: torch.Tensor, max_e
     return Edits(positions, kinds, tokens, active)
 
 
-def apply_edits(parents: torch.Tensor, edits: Edits) -> torch.Tensor:
+IMPLEMENTATIONS = ("auto", "torch", "native")
+
+
+def _check_impl(impl: str) -> None:
+    if impl not in IMPLEMENTATIONS:
+        raise ValueError(f"impl must be one of {IMPLEMENTATIONS}, got {impl!r}")
+
+
+def apply_edits(parents: torch.Tensor, edits: Edits, impl: str = "auto") -> torch.Tensor:
     """The children: each parent ``[..., L]`` with its edits applied (see the module docstring).
+
+    ``impl``: ``"torch"`` (batched tensor ops, any device), ``"native"`` (``variation.c``, CPU
+    tensors) or ``"auto"`` (native on the CPU when it builds); the results are identical.
 
     Edits act in ascending position order with a read cursor over the parent: the parent is
     copied up to the edit's position (or the cursor, if already past it), a substitution or
@@ -125,6 +139,12 @@ def apply_edits(parents: torch.Tensor, edits: Edits) -> torch.Tensor:
     O(E) comparisons per token, whatever the edits: output position t reads the parent at
     ``t + offset``, and the offset changes only after each edit.
     """
+    _check_impl(impl)
+    lib = _native(parents, edits.positions) if impl != "torch" else None
+    if impl == "native" and lib is None:
+        raise RuntimeError("impl='native' needs CPU tensors and a working C compiler; use impl='torch'")
+    if lib is not None and edits.positions.shape[-1] <= MAX_NATIVE_EDITS:
+        return _apply_edits_native(lib, parents, edits)
     length = parents.shape[-1]
     order = torch.where(edits.active, edits.positions, length + 1).argsort(dim=-1, stable=True)
     pick = lambda x: x.gather(-1, order)  # noqa: E731  [..., E] in ascending position order
@@ -152,7 +172,19 @@ def apply_edits(parents: torch.Tensor, edits: Edits) -> torch.Tensor:
     return children
 
 
-def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: torch.Tensor) -> torch.Tensor:
+def _apply_edits_native(lib, parents: torch.Tensor, edits: Edits) -> torch.Tensor:
+    length, num_edits = parents.shape[-1], edits.positions.shape[-1]
+    rows = [x.reshape(-1, x.shape[-1]).to(dtype).contiguous() for x, dtype in (
+        (parents, torch.int64), (edits.positions, torch.int64), (edits.kinds, torch.int64),
+        (edits.tokens, torch.int64), (edits.active, torch.uint8))]
+    out = torch.empty_like(rows[0])
+    lib.synthenv_apply_edits(rows[0].data_ptr(), rows[0].shape[0], length, *(r.data_ptr() for r in rows[1:]),
+                             num_edits, out.data_ptr(), 0)
+    return out.view(parents.shape)
+
+
+def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: torch.Tensor,
+           impl: str = "auto") -> torch.Tensor:
     """Crossover of variable-length programs: ``first[:i] + second[j:j+w] + first[m:]``.
 
     Cut points are uniform: ``i <= m`` within the first program, ``j`` and ``w`` within the
@@ -164,6 +196,7 @@ def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: tor
     >>> set(child.flatten().tolist()) <= {0, 1, 2}
     True
     """
+    _check_impl(impl)
     s, n, length = firsts.shape
     device = firsts.device
     draws = member_uniform(generators, (n, 4), device)
@@ -172,6 +205,15 @@ def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: tor
     m = i + (draws[..., 1] * (len_a - i + 1)).long()  # the first program resumes at m >= i
     j = (draws[..., 2] * (len_b + 1)).long()
     w = (draws[..., 3] * (len_b - j + 1)).long()
+    lib = _native(firsts) if impl != "torch" else None
+    if impl == "native" and lib is None:
+        raise RuntimeError("impl='native' needs CPU tensors and a working C compiler; use impl='torch'")
+    if lib is not None:
+        a, b = firsts.reshape(-1, length).contiguous(), seconds.reshape(-1, length).contiguous()
+        cuts = torch.stack([i, m, j, w], dim=-1).reshape(-1, 4).contiguous()
+        out = torch.empty_like(a)
+        lib.synthenv_splice(a.data_ptr(), b.data_ptr(), cuts.data_ptr(), a.shape[0], length, out.data_ptr(), 0)
+        return out.view(firsts.shape)
     t = torch.arange(length, device=device)
     i, m, j, w = i[..., None], m[..., None], j[..., None], w[..., None]
     from_a = torch.where(t < i, t, m + t - i - w)  # [S, N, L] source position in the first program
@@ -182,38 +224,79 @@ def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: tor
     return canonical(torch.where(t < total, child, EOS))
 
 
+@functools.lru_cache(maxsize=16)
 def _hash_multipliers(length: int, device: torch.device) -> torch.Tensor:
+    """Fixed random odd multipliers, built once per (width, device): no host-to-device copy per call."""
     generator = torch.Generator().manual_seed(_HASH_SEED)
     odd = torch.randint(-(2**62), 2**62, (length,), generator=generator, dtype=torch.int64) | 1
     return odd.to(device)
 
 
-def row_hashes(tokens: torch.Tensor) -> torch.Tensor:
+def row_hashes(tokens: torch.Tensor, impl: str = "auto") -> torch.Tensor:
     """``[...]`` int64 hash of each row of ``tokens [..., L]``: sum of token x fixed random odd
-    multiplier per position, wrapping modulo 2^64. Equal rows hash equal; distinct rows collide
-    with probability about 2^-64 per pair (``first_occurrences`` never merges a collision)."""
-    return (tokens.long() * _hash_multipliers(tokens.shape[-1], tokens.device)).sum(-1)
+    multiplier per position, wrapping modulo 2^64. Equal rows hash equal; two distinct rows
+    collide with probability about 2^-64."""
+    _check_impl(impl)
+    multipliers = _hash_multipliers(tokens.shape[-1], tokens.device)
+    lib = _native(tokens) if impl != "torch" else None
+    if lib is not None:
+        rows = tokens.reshape(-1, tokens.shape[-1]).to(torch.int64).contiguous()
+        out = torch.empty(rows.shape[0], dtype=torch.int64)
+        lib.synthenv_row_hashes(rows.data_ptr(), rows.shape[0], rows.shape[1], multipliers.data_ptr(),
+                                out.data_ptr(), 0)
+        return out.view(tokens.shape[:-1])
+    return (tokens.long() * multipliers).sum(-1)
 
 
-def first_occurrences(tokens: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+def first_occurrences(tokens: torch.Tensor | None = None, valid: torch.Tensor | None = None,
+                      hashes: torch.Tensor | None = None) -> torch.Tensor:
     """``[S, M]`` bool: row m of ``tokens [S, M, L]`` is the first valid copy of itself in its group.
 
-    O(M log M) per group: rows are sorted by hash (stable, so the earlier copy stays first)
-    and compared exactly with their sorted neighbour. Invalid rows (``valid`` False) are never
-    first and never hide a valid row. Equals the quadratic pairwise comparison (tested).
+    Rows are compared by their 64-bit ``row_hashes`` (pass ``hashes [S, M]`` if known), sorted
+    stably so that the earlier copy stays first: O(M log M) per group, memory linear in M.
+    Invalid rows (``valid`` False) are never first and never hide a valid row. Equals the
+    quadratic pairwise comparison unless two distinct rows collide (probability ~2^-64 a pair).
 
     >>> first_occurrences(torch.tensor([[[1, 2], [3, 0], [1, 2], [3, 0]]])).tolist()
     [[True, True, False, False]]
     """
-    s, m, length = tokens.shape
-    hashes = row_hashes(tokens)  # [S, M]
-    if valid is not None:
-        # invalid rows sort after every valid one (by a hash no valid row can have beyond ties)
+    hashes = row_hashes(tokens) if hashes is None else hashes  # [S, M]
+    if valid is not None:  # invalid rows sort after every valid one and never match one
         hashes = torch.where(valid, hashes, torch.iinfo(torch.int64).max)
-    order = hashes.argsort(dim=1, stable=True)  # [S, M]
-    rows = tokens.gather(1, order[..., None].expand(-1, -1, length))
-    same = (rows[:, 1:] == rows[:, :-1]).all(-1) & (hashes.gather(1, order[:, 1:]) == hashes.gather(1, order[:, :-1]))
-    first_sorted = torch.nn.functional.pad(~same, (1, 0), value=True)  # [S, M]
+    ordered, order = torch.sort(hashes, dim=1, stable=True)  # [S, M]
+    first_sorted = torch.nn.functional.pad(ordered[:, 1:] != ordered[:, :-1], (1, 0), value=True)
     if valid is not None:
         first_sorted = first_sorted & valid.gather(1, order)
     return torch.zeros_like(first_sorted).scatter(1, order, first_sorted)
+
+
+# ---- CPU fast path: the same operators in C (agents/variation.c), one row per loop ----
+
+SOURCE = Path(__file__).with_name("variation.c")
+MAX_NATIVE_EDITS = 64
+
+
+@functools.lru_cache(maxsize=1)
+def _library():
+    """The compiled C operators, or None when no C compiler is available (torch then does it all)."""
+    from synthenv.engines import native
+
+    try:
+        lib = ctypes.CDLL(str(native.build(source=SOURCE)))
+    except (native.NativeBuildError, OSError):
+        return None
+    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+    lib.synthenv_apply_edits.argtypes = [p, i64, i64, p, p, p, p, i64, p, i32]
+    lib.synthenv_apply_edits.restype = ctypes.c_int
+    lib.synthenv_splice.argtypes = [p, p, p, i64, i64, p, i32]
+    lib.synthenv_splice.restype = None
+    lib.synthenv_row_hashes.argtypes = [p, i64, i64, p, p, i32]
+    lib.synthenv_row_hashes.restype = None
+    return lib
+
+
+def _native(*tensors: torch.Tensor):
+    """The C library when every tensor is on the CPU and it builds, else None."""
+    if any(t.device.type != "cpu" for t in tensors):
+        return None
+    return _library()

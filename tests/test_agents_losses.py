@@ -12,7 +12,8 @@ from synthenv.agents.buffers import token_log_probs
 from synthenv.agents.common import clip_grad_norm_per_member, masked_mean
 from synthenv.agents.pg import PRESETS, PolicyGradient
 from synthenv.agents.policies import PolicyConfig, make_policy
-from synthenv.agents.ppo import clipped_policy_loss, clipped_value_loss, normalize_advantages
+from synthenv.agents.losses import (clipped_policy_loss, clipped_value_loss, explained_variance,
+                                    normalize_advantages, risk_seeking_advantages)
 
 
 def test_clipped_policy_loss_clips_only_in_the_favourable_direction():
@@ -51,10 +52,10 @@ def test_entropy_of_a_uniform_policy_is_log_v():
     with torch.no_grad():
         policy.w_logits.zero_()  # all logits 0: uniform over the allowed tokens
     tokens = torch.tensor([[[1, 2, 3, 4, 5]]])
-    log_p, entropies, _ = token_log_probs(policy, tokens, allow_eos=True)
+    log_p, entropies = token_log_probs(policy, tokens, allow_eos=True)
     assert entropies.flatten().tolist() == pytest.approx([math.log(9)] * 5, abs=1e-6)
     assert log_p.flatten().tolist() == pytest.approx([-math.log(9)] * 5, abs=1e-6)
-    _, entropies, _ = token_log_probs(policy, tokens, allow_eos=False)
+    _, entropies = token_log_probs(policy, tokens, allow_eos=False)
     assert entropies.flatten().tolist() == pytest.approx([math.log(8)] * 5, abs=1e-6)
 
 
@@ -83,11 +84,25 @@ def test_pqt_learns_to_write_its_queued_program():
     learner = PolicyGradient(config, seeds=(0,), max_len=4, device=torch.device("cpu"))
     target = torch.tensor([[[3, 3, 7, 1]]])
     learner.queue.push(target, torch.tensor([[0.9]]))
-    before, _, _ = token_log_probs(learner.policy, target, allow_eos=False)
-    tokens = learner.propose(None)
+    before, _ = token_log_probs(learner.policy, target, allow_eos=False)
+    tokens = learner.propose()
     rewards = torch.full((1, 64), -0.5)  # nothing in the batch beats the queued program
     for _ in range(20):
-        learner.learn(tokens, rewards, torch.zeros((1, 64), dtype=torch.bool))
-    after, _, _ = token_log_probs(learner.policy, target, allow_eos=False)
+        learner.update(tokens, rewards)
+    after, _ = token_log_probs(learner.policy, target, allow_eos=False)
     assert learner.queue.valid.sum() == 2  # the target and the batch's best (only the best is pushed)
     assert after.sum() > before.sum() + 1.0  # it shares the queue with the batch best, half the draws
+
+
+def test_risk_seeking_advantages_keep_the_top_quantile_only():
+    gains = torch.tensor([[0.0, 1.0, 2.0, 3.0], [5.0, 5.0, 5.0, 9.0]])
+    advantages, mask = risk_seeking_advantages(gains, torch.ones(2, 4, dtype=torch.bool), 0.25)
+    assert mask.tolist() == [[False, False, False, True], [False, False, False, True]]
+    assert advantages[0, 3].item() == pytest.approx(0.75) and advantages[1, 3].item() == pytest.approx(3.0)
+
+
+def test_explained_variance_is_one_for_a_perfect_fit_and_zero_for_the_mean():
+    target = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
+    mask = torch.ones_like(target, dtype=torch.bool)
+    assert explained_variance(target, target, mask).tolist() == [1.0]
+    assert explained_variance(torch.full_like(target, 2.5), target, mask).tolist() == pytest.approx([0.0])

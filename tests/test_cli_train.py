@@ -1,16 +1,23 @@
-"""``synthenv train`` and ``synthenv table`` end to end on tiny budgets (smoke tests)."""
+"""``synthenv train`` and ``synthenv table`` end to end on tiny budgets (smoke tests), and the CLI
+generated from the algorithm configs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from synthenv import agents
 from synthenv.cli import main
-from synthenv.cli.train import TrainCommand, algorithm_config
+from synthenv.cli.table import parse_algo
+from synthenv.cli.train import TrainCommand, command_type
 
-ALGOS = ["ppo", "pqt", "pg-pqt", "reinforce", "ga", "random"]
+ALGOS = agents.names()
+TINY = {"ppo": ["--batch-size", "32", "--islands", "2", "--island-size", "4", "--queue-size", "4",
+                "--update-every", "1", "--update-batch", "8"],
+        "mutation": ["--batch-size", "8", "--elite", "4"], "ga": ["--batch-size", "10"]}
 
 
 def _event_tags(run_dir: Path) -> tuple[set[str], set[str]]:
@@ -24,75 +31,139 @@ def _event_tags(run_dir: Path) -> tuple[set[str], set[str]]:
 
 @pytest.mark.parametrize("algo", ALGOS)
 def test_every_algorithm_trains_through_the_cli_and_logs_to_tensorboard(tmp_path, capsys, algo):
-    batch = "10" if algo == "ga" else "8"
-    argv = ["train", "--task", "reverse-tune", "--algo", algo, "--npe", "24", "--max-len", "8", "--batch-size",
-            batch, "--seed", "3", "--log-dir", str(tmp_path), "--log-every", "1", "--no-progress",
-            "--json-out", str(tmp_path / "out.json")]
+    argv = ["train", "--task", "reverse-tune", "--algo", algo, "--npe", "64", "--max-len", "8", "--seed", "3",
+            "--log-dir", str(tmp_path), "--log-every", "1", "--no-progress", "--json-out", str(tmp_path / "out.json"),
+            *TINY.get(algo, ["--batch-size", "8"])]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "seed 3:" in out and "reverse-tune / " + algo in out
+    assert "seed 3:" in out and f"reverse-tune / {algo}: solved" in out and "programs/s (agent included)" in out
     runs = list(tmp_path.glob(f"reverse-tune__{algo}__3__*"))
     assert len(runs) == 1 and list(runs[0].glob("events.out.tfevents*"))
     scalars, tensors = _event_tags(runs[0])
     assert {"charts/episodic_return", "charts/success_rate", "charts/programs_per_s", "programs/step_limit_rate",
-            "programs/mean_length"} <= scalars
+            "programs/mean_length", "hparams/solved", "hparams/npe"} <= scalars
     assert {"programs/best_program/text_summary", "hyperparameters/text_summary"} <= tensors
     if algo == "ppo":
-        assert {"losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/approx_kl",
-                "losses/clipfrac"} <= scalars
-    results = json.loads((tmp_path / "out.json").read_text())
-    expected_npe = 10 + 8 if algo == "ga" else 24  # GA: 10 new, then 8 new + 2 hall-of-fame replays
-    assert results[0]["seed"] == 3 and (results[0]["solved"] or results[0]["npe"] == expected_npe)
+        assert {"losses/policy_loss", "losses/queue_loss", "losses/entropy", "losses/approx_kl",
+                "losses/old_approx_kl", "losses/clipfrac", "losses/grad_norm", "charts/learning_rate",
+                "charts/improve_rate_policy", "charts/improve_rate_random", "programs/queue_best"} <= scalars
+    if algo in ("pqt", "pg-pqt", "reinforce"):
+        assert {"losses/explained_variance", "charts/learning_rate", "losses/grad_norm"} <= scalars
+    (result,) = json.loads((tmp_path / "out.json").read_text())
+    assert result["seed"] == 3 and (result["solved"] or result["npe"] <= 64) and result["seconds"] > 0
+
+
+def test_hparams_reach_the_hparams_dashboard(tmp_path, capsys):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    assert main(["train", "--task", "reverse-tune", "--algo", "random", "--npe", "16", "--batch-size", "8",
+                 "--max-len", "6", "--log-dir", str(tmp_path), "--no-progress"]) == 0
+    (run,) = list(tmp_path.glob("reverse-tune__random__0__*"))
+    accumulator = EventAccumulator(str(run))
+    accumulator.Reload()
+    plugins = accumulator.PluginTagToContent("hparams")
+    assert "_hparams_/experiment" in plugins and "_hparams_/session_start_info" in plugins
+    assert "_hparams_/session_end_info" in plugins
 
 
 def test_checkpoint_and_resume_through_the_cli(tmp_path, capsys):
-    common = ["train", "--task", "reverse-tune", "--algo", "ppo", "--max-len", "6", "--batch-size", "8",
+    common = ["train", "--task", "reverse-tune", "--algo", "ppo", "--max-len", "6", *TINY["ppo"],
               "--log-dir", "None", "--log-every", "1", "--no-progress", "--checkpoint", str(tmp_path / "c.pt"),
               "--checkpoint-every", "1"]
-    assert main(common + ["--npe", "16"]) == 0
+    assert main(common + ["--npe", "64"]) == 0
     assert (tmp_path / "c.pt").exists()
-    assert main(common + ["--npe", "32", "--resume", str(tmp_path / "c.pt"), "--json-out",
+    assert main(common + ["--npe", "128", "--resume", str(tmp_path / "c.pt"), "--json-out",
                           str(tmp_path / "r.json")]) == 0
     result = json.loads((tmp_path / "r.json").read_text())[0]
-    assert result["solved"] or result["npe"] == 32  # continued from 16 to 32
+    assert result["solved"] or result["npe"] == 128  # continued from 64 to 128
+
+
+def test_a_task_file_trains_from_the_shell_and_a_malformed_one_names_its_field(tmp_path, capsys):
+    task = tmp_path / "double.json"
+    task.write_text(json.dumps({"name": "dot-file", "base": 2, "cases": [[[], [0]]]}))
+    assert main(["train", "--task", str(task), "--algo", "random", "--batch-size", "64", "--max-len", "1",
+                 "--log-dir", "None", "--no-progress", "--json-out", str(tmp_path / "out.json")]) == 0
+    (result,) = json.loads((tmp_path / "out.json").read_text())
+    assert result["task"] == "dot-file" and result["solved"] and result["best_program"] == "."
+    task.write_text(json.dumps({"name": "bad", "cases": [[[1], "two"]]}))
+    capsys.readouterr()
+    assert main(["train", "--task", str(task), "--no-progress", "--log-dir", "None"]) == 2
+    err = capsys.readouterr().err
+    assert "field 'cases', case 0" in err and err.count("\n") == 1
+
+
+def test_seconds_bound_the_run_and_the_summary_says_so(tmp_path, capsys):
+    assert main(["train", "--task", "reverse", "--algo", "random", "--seconds", "0.5", "--max-len", "20",
+                 "--log-dir", "None", "--no-progress", "--log-every", "1", "--json-out", str(tmp_path / "o.json")]) == 0
+    (result,) = json.loads((tmp_path / "o.json").read_text())
+    assert not result["solved"] and 0.5 <= result["seconds"] < 5 and result["npe"] < agents.TrainConfig().npe
+
+
+def _fields(config, prefix=""):
+    """Every leaf field of a (nested) config dataclass, as CLI flag names."""
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if dataclasses.is_dataclass(value):
+            yield from _fields(value, f"{prefix}{f.name}.")
+        else:
+            yield f"--{prefix}{f.name}".replace("_", "-"), value
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_every_config_field_is_an_option_of_its_own(algo, capsys):
+    """The CLI is generated from the configs: each field (nested ones with a prefix) is settable."""
+    with pytest.raises(SystemExit):
+        main(["train", "--algo", algo, "--help"])
+    help_text = capsys.readouterr().out
+    for flag, _ in _fields(agents.default_config(algo)):
+        assert flag in help_text, flag
+    # and a field set from the shell reaches the config
+    flag, value = next((f, v) for f, v in _fields(agents.default_config(algo)) if type(v) is int)
+    import tyro
+
+    command = tyro.cli(command_type(algo), args=["--algo", algo, flag, str(value * 2)])
+    assert command.config != agents.default_config(algo) and command.train_config().algo_config == command.config
+
+
+def test_one_set_of_defaults_and_one_name_per_concept():
+    assert TrainCommand().npe == agents.TrainConfig().npe and TrainCommand().task == agents.TrainConfig().task
+    for algo in ALGOS:
+        names = {f.name for f in dataclasses.fields(agents.default_config(algo))}
+        assert not names & {"ent_coef", "queue_coef", "population", "lr"}, algo  # entropy_coef, queue_weight...
 
 
 def test_table_writes_markdown_and_json_and_reuses_cells(tmp_path, capsys):
     out = str(tmp_path / "table")
-    argv = ["table", "--tasks", "reverse-tune", "print-hello", "--algos", "random", "ga", "--seeds", "2",
-            "--npe", "100", "--max-len", "6", "--out", out]
+    argv = ["table", "--tasks", "reverse-tune", "print-hello", "--algos", "random", "mutation:batch_size=8,elite=2",
+            "--seeds", "2", "--npe", "64", "--max-len", "6", "--out", out]
     assert main(argv) == 0
     document = json.loads(Path(out + ".json").read_text())
     assert len(document["cells"]) == 4 and all(c["runs"] == 2 for c in document["cells"])
     markdown = Path(out + ".md").read_text()
-    assert markdown.splitlines()[0] == "| task | random | ga |"
-    assert "| reverse-tune | " in markdown and "programs/s" in markdown
+    assert markdown.splitlines()[0] == "| task | random | mutation:batch_size=8,elite=2 |"
+    assert "| reverse-tune | " in markdown and "programs/s" in markdown and "tasks solved" in markdown
     capsys.readouterr()
     assert main(argv) == 0  # every cell is reused: nothing is trained again
-    assert "solved" not in capsys.readouterr().out.split("| task |")[0]
+    assert "solved," not in capsys.readouterr().out.split("| task |")[0]
 
 
-def test_options_that_do_not_apply_are_refused():
-    with pytest.raises(ValueError, match="--learning-rate does not apply to algo 'ga'"):
-        algorithm_config("ga", TrainCommand(algo="ga", learning_rate=0.1))
-    with pytest.raises(ValueError, match="--policy does not apply"):
-        algorithm_config("random", TrainCommand(algo="random", policy="transformer"))
-    config = algorithm_config("pqt", TrainCommand(algo="pqt", queue_weight=7.0, suppress_eos=False))
-    assert config.queue_weight == 7.0 and config.allow_eos
-    assert algorithm_config("ppo", TrainCommand(policy="transformer")).policy.kind == "transformer"
-
-
-def test_an_unknown_task_names_the_valid_ones(capsys):
-    assert main(["train", "--task", "reverce", "--no-progress", "--log-dir", "None"]) == 2  # a user error: exit code 2
-    assert "Did you mean 'reverse'" in capsys.readouterr().err
+def test_algorithm_specs_change_config_fields_and_refuse_unknown_ones():
+    assert parse_algo("ppo:policy_fraction=0,restarts=False")[1].restarts is False
+    assert parse_algo("mutation:elite=3")[1].elite == 3
+    with pytest.raises(ValueError, match="field=value with a field of MutationConfig"):
+        parse_algo("mutation:elit=3")
+    with pytest.raises(ValueError, match="restarts takes True or False"):
+        parse_algo("ppo:restarts=maybe")
+    with pytest.raises(ValueError, match="Did you mean 'ppo'"):
+        parse_algo("ppp")
 
 
 def test_the_quick_start_default_solves_its_task(tmp_path, capsys):
-    """README's quick start, ``synthenv train`` with its defaults (PPO, seed 0, starter task echo)."""
+    """README's quick start, ``synthenv train`` with its defaults (the default agent, seed 0, starter task echo)."""
     assert main(["train", "--no-progress", "--log-dir", "None", "--json-out", str(tmp_path / "out.json")]) == 0
     (result,) = json.loads((tmp_path / "out.json").read_text())
     assert (result["task"], result["algo"], result["seed"]) == ("echo", "ppo", 0)
-    assert result["solved"] and result["npe"] <= TrainCommand().npe
+    assert result["solved"]
     from synthenv import reference, tasks
 
     task = tasks.get("echo")

@@ -1,0 +1,90 @@
+/* agents/variation.py's operators in C for CPU tensors: the same results, element for element.
+ *
+ * The torch versions are data-parallel passes over [N, L] tensors (the right shape for a GPU);
+ * on a CPU a dozen memory-bound passes per generation cost more than running the programs, as
+ * with the compiler's passes (compilers/traditional.c). Here each row is one short loop.
+ * Programs are int64 token rows, EOS (0) after the end; tests/test_agents_variation.py checks
+ * every function against its torch twin.
+ *
+ * Entry points: synthenv_apply_edits, synthenv_splice, synthenv_row_hashes.
+ */
+
+#include <omp.h>
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+#define MAX_EDITS 64 /* agents/variation.py refuses more */
+enum { SUBSTITUTE = 0, INSERT = 1, DELETE = 2 };
+
+static i64 row_length(const i64 *row, i64 length) {
+    i64 n = 0;
+    while (n < length && row[n] != 0) n++;
+    return n;
+}
+
+/* Copy parent positions [from, to) to the output at *w (EOS past the parent's end, nothing past L). */
+static void copy_span(const i64 *parent, i64 len, i64 from, i64 to, i64 *out, i64 length, i64 *w) {
+    for (i64 q = from; q < to && *w < length; q++) out[(*w)++] = q < len ? parent[q] : 0;
+}
+
+/* apply_edits: edits in ascending position order (stable) with a read cursor over the parent. */
+int synthenv_apply_edits(const i64 *parents, i64 n, i64 length, const i64 *positions, const i64 *kinds,
+                         const i64 *tokens, const unsigned char *active, i64 num_edits, i64 *out, int num_threads) {
+    if (num_edits > MAX_EDITS) return -1;
+    if (num_threads <= 0) num_threads = omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(num_threads)
+    for (i64 r = 0; r < n; r++) {
+        const i64 *parent = parents + r * length, *pos = positions + r * num_edits;
+        i64 *child = out + r * length;
+        i64 order[MAX_EDITS], key[MAX_EDITS];
+        for (i64 e = 0; e < num_edits; e++) { /* insertion sort: stable, E is tiny */
+            i64 k = active[r * num_edits + e] ? pos[e] : length + 1, j = e;
+            while (j > 0 && key[j - 1] > k) { key[j] = key[j - 1]; order[j] = order[j - 1]; j--; }
+            key[j] = k;
+            order[j] = e;
+        }
+        const i64 len = row_length(parent, length);
+        i64 cursor = 0, w = 0;
+        for (i64 i = 0; i < num_edits; i++) {
+            const i64 e = order[i], at = r * num_edits + e;
+            if (!active[at]) continue;
+            const i64 read = pos[e] > cursor ? pos[e] : cursor;
+            copy_span(parent, len, cursor, read, child, length, &w);
+            if (kinds[at] != DELETE) {
+                if (w < length) child[w] = tokens[at];
+                w++;
+            }
+            cursor = read + (kinds[at] != INSERT && read < len);
+        }
+        copy_span(parent, len, cursor, length + cursor, child, length, &w);
+    }
+    return 0;
+}
+
+/* splice: first[:i] + second[j:j+w] + first[m:], cut at L; cut points per row in cuts [n, 4] = (i, m, j, w). */
+void synthenv_splice(const i64 *firsts, const i64 *seconds, const i64 *cuts, i64 n, i64 length, i64 *out,
+                     int num_threads) {
+    if (num_threads <= 0) num_threads = omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(num_threads)
+    for (i64 r = 0; r < n; r++) {
+        const i64 *a = firsts + r * length, *b = seconds + r * length, *c = cuts + 4 * r;
+        i64 *child = out + r * length, w = 0;
+        const i64 len_a = row_length(a, length), len_b = row_length(b, length);
+        copy_span(a, len_a, 0, c[0], child, length, &w);
+        copy_span(b, len_b, c[2], c[2] + c[3], child, length, &w);
+        copy_span(a, len_a, c[1], len_a, child, length, &w);
+        while (w < length) child[w++] = 0;
+    }
+}
+
+/* row_hashes: sum over t of tokens[t] * multipliers[t], wrapping modulo 2^64 (torch's int64 product). */
+void synthenv_row_hashes(const i64 *tokens, i64 n, i64 length, const i64 *multipliers, i64 *out, int num_threads) {
+    if (num_threads <= 0) num_threads = omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(num_threads)
+    for (i64 r = 0; r < n; r++) {
+        u64 h = 0;
+        for (i64 t = 0; t < length; t++) h += (u64)tokens[r * length + t] * (u64)multipliers[t];
+        out[r] = (i64)h;
+    }
+}
