@@ -69,11 +69,15 @@ class Islands:
         return tokens, features, self.rewards.gather(2, index)
 
     def merge(self, children: torch.Tensor, rewards: torch.Tensor, features: torch.Tensor, hashes: torch.Tensor,
-              fresh: torch.Tensor, patience: int) -> torch.Tensor:
+              fresh: torch.Tensor, patience: int, tie_keys: torch.Tensor | None = None) -> torch.Tensor:
         """Keep each island's M best unique programs among its own and its ``children [S, G, C, L]``
         (``rewards [S, G, C]``, ``features [S, G, C, F]``, ``hashes [S, G, C]`` from
         ``variation.row_hashes``); restart islands stale for ``patience`` generations with
         ``fresh [S, G, M, L]`` programs.
+
+        Equal rewards keep the island's own programs first, unless ``tie_keys [S, G, M + C]``
+        (uniform numbers) break ties at random: then a child as good as its parents can take a
+        place (neutral drift, which lets an island cross a plateau of equal rewards).
 
         Returns ``[S, G]`` bool, the islands that were restarted.
         """
@@ -82,10 +86,14 @@ class Islands:
         flat = lambda x, own: x.reshape(s * g, own, *x.shape[3:])  # noqa: E731  islands as groups
         scores = torch.cat([flat(self.rewards, m), flat(rewards.float(), c)], dim=1)  # [S*G, M+C]
         all_hashes = torch.cat([flat(self.hashes, m), flat(hashes, c)], dim=1)
-        # ties keep the island's own program first (stable sort), then the earlier child
         first = first_occurrences(valid=scores > EMPTY, hashes=all_hashes) | (scores == EMPTY)
         ranked = torch.where(first, scores, EMPTY)
-        order = torch.sort(ranked, dim=1, descending=True, stable=True).indices[:, :m]  # [S*G, M]
+        if tie_keys is None:  # a stable sort: the island's own program first, then the earlier child
+            order = torch.sort(ranked, dim=1, descending=True, stable=True).indices[:, :m]  # [S*G, M]
+        else:  # shuffle, then sort stably: equal rewards end up in random order
+            shuffle = tie_keys.reshape(s * g, m + c).argsort(dim=1)
+            kept = torch.sort(ranked.gather(1, shuffle), dim=1, descending=True, stable=True).indices[:, :m]
+            order = shuffle.gather(1, kept)
         self.rewards = ranked.gather(1, order).view(s, g, m)
         self.hashes = all_hashes.gather(1, order).view(s, g, m)
         self.tokens = take_rows(flat(self.tokens, m), flat(children, c), order).view(s, g, m, length)

@@ -63,6 +63,9 @@ class PPOConfig:
     """Generations without improvement after which an island restarts from fresh programs."""
     restarts: bool = True
     """Restart stalled islands (False: islands run on, however long they stall)."""
+    drift: bool = True
+    """Break ties between equally rewarded programs at random, so that neutral variants can replace
+    their parents and an island drifts across a plateau (False: the older program keeps its place)."""
     initial_length: int = 20
     """Fresh programs (the start, restarts) are uniform random programs of 1 .. initial_length commands."""
     max_edits: int = 3
@@ -239,7 +242,9 @@ class PPO:
             self._store(pending, gains[:, :, :n_pol], known[:, :, :n_pol])
         fresh = self._fresh()
         patience = config.patience if config.restarts else torch.iinfo(torch.int64).max
-        restarted = self.islands.merge(pending["children"], rewards, features, hashes.view(s, g, c), fresh, patience)
+        ties = member_uniform(self.generators, (g, config.island_size + c), self.device) if config.drift else None
+        restarted = self.islands.merge(pending["children"], rewards, features, hashes.view(s, g, c), fresh, patience,
+                                       ties)
         self.queue.push(feedback.tokens, feedback.rewards, hashes=hashes)
         stats.update({"programs/queue_best": self.queue.rewards[:, 0], "programs/queue_worst": self.queue.rewards[:, -1],
                       "charts/island_restarts": restarted.float().sum(1),
