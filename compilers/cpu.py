@@ -31,7 +31,7 @@ class CPUPipeline:
 
     def execute(self, tokens: torch.Tensor, task: Task, num_outputs: int | None = None,
                 early_abort: bool = True) -> Execution:
-        """Run ``tokens [N, L]`` on every case of ``task``; see ``Execution``.
+        """Run ``tokens [N, L]`` on every case of ``task``; see ``Execution`` for the contract.
 
         With ``early_abort`` (PQT's scorer), a program's cases after its first failing case
         are not run (``ABORTED``).
@@ -52,9 +52,10 @@ class CPUPipeline:
                 if early_abort and outcome.status != Status.OK:
                     break  # PQT stops scoring a program at its first failing case
         device = tokens.device
-        return Execution(
+        execution = Execution(
             torch.tensor(outputs, dtype=torch.int32).view(len(programs), num_cases, num_outputs).to(device),
             torch.tensor(lengths, dtype=torch.int32).view(len(programs), num_cases).to(device),
             torch.tensor(status, dtype=torch.int8).view(len(programs), num_cases).to(device),
             torch.tensor(steps, dtype=torch.int32).view(len(programs), num_cases).to(device),
         )
+        return execution.canonical(early_abort)  # failed cases keep no outputs

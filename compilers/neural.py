@@ -29,6 +29,7 @@ import torch
 from synthenv import language as lang
 from synthenv.checks import require_positive_int
 from synthenv.ir import Program
+from synthenv.tables import lookup_table
 
 from . import traditional
 from .neural_model import BACKWARD, FORWARD, ModelConfig, PointerTagger, bracket_counts, bracket_width
@@ -37,9 +38,6 @@ WEIGHTS_PATH = Path(__file__).with_name("neural_weights.pt")
 """The shipped weights (package data)."""
 
 FORMAT = "synthenv-neural-compiler/1"
-
-_LEX_CLASS = [traditional.NONE, traditional.MOVE, traditional.MOVE, traditional.ADD, traditional.ADD,
-              traditional.OPEN, traditional.CLOSE, traditional.OUT, traditional.IN]
 
 
 def save_weights(model: PointerTagger, path: str | Path, metadata: dict | None = None) -> None:
@@ -92,7 +90,7 @@ def predict(model: PointerTagger, tokens: torch.Tensor, width: int | None = None
 def _consistent(alive, tokens, classes, partner, has_back, has_fwd) -> torch.Tensor:
     tok = torch.where(alive, tokens.long(), lang.EOS)
     is_open, is_close = tok == lang.OPEN, tok == lang.CLOSE
-    lex_class = torch.tensor(_LEX_CLASS, dtype=torch.int64, device=tokens.device)[tok]  # [N, L]
+    lex_class = lookup_table(traditional.TOKEN_CLASS, tokens.device)[tok]  # [N, L]
     expected = torch.where(is_open, torch.where(has_fwd, traditional.OPEN, traditional.UNMATCHED),
                            torch.where(is_close, torch.where(has_back, traditional.CLOSE, traditional.UNMATCHED),
                                        lex_class))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from synthenv.engines.common import finalize, loop_iterations
+from synthenv.engines.common import check_num_outputs, finalize, loop_iterations, loop_solver
 from synthenv.execution import Execution, empty_execution
 from synthenv.ir import Op, Program
 from synthenv.language import Status
@@ -61,26 +61,27 @@ class TorchEngine:
     def run(self, program: Program, task: Task, num_outputs: int | None = None, early_abort: bool = False) -> Execution:
         """Run ``program`` on all of ``task``'s cases; see ``Execution`` for the contract.
 
-        ``early_abort`` is accepted for a uniform engine interface; lockstep gains nothing
-        from it, so the torch engine always runs every case to its end.
+        Lockstep gains nothing from stopping a program's cases early, so every case runs to
+        its end and ``early_abort`` is applied afterwards (``finalize``): the same result as
+        the engines that do stop.
         """
         device = program.device
         cases = task.tensors(device)
         num_programs, num_cases = program.num_programs, cases.num_cases
-        num_outputs = num_outputs or max(1, task.max_output_length)
+        num_outputs = check_num_outputs(num_outputs, task)
         result = empty_execution(num_programs, num_cases, num_outputs, device)
         chunk = max(1, self.max_lanes // num_cases)
-        table = loop_iterations(task.base, device)
         for first in range(0, num_programs, chunk):
             sub = program[slice(first, first + chunk)]
-            execution = self._run_chunk(sub, task, cases, num_outputs, table)
+            execution = self._run_chunk(sub, task, cases, num_outputs)
             for name in ("outputs", "output_lengths", "status", "steps"):
                 getattr(result, name)[first : first + chunk] = getattr(execution, name)
-        return finalize(result, program, task)
+        return finalize(result, program, task, early_abort)
 
-    def _run_chunk(self, program, task, cases, num_outputs, table) -> Execution:
+    def _run_chunk(self, program, task, cases, num_outputs) -> Execution:
         device = program.device
-        code = program.code.long()
+        # Each slot's fields, then its counted-loop solver (g, m, inv): [N, P, 8].
+        code = torch.cat([program.code.long(), loop_solver(program.code[..., 1], task.base)], dim=-1)
         # A pointer grows by at most `reach` cells per iteration (a MOVE, or a counted loop's
         # farthest write), so a tape with `margin` spare cells cannot overflow between checks.
         ops, args, args2 = code[..., 0], code[..., 1], code[..., 2]
@@ -101,7 +102,7 @@ class TorchEngine:
         flat = [t.view(total, *t.shape[2:]) for t in (result.outputs, result.output_lengths, result.status, result.steps)]
         iteration = 0
         while lanes.lane.numel() > 0:
-            _step(lanes, code, num_cases, cases, task.base, task.max_steps, table)
+            _step(lanes, code, num_cases, cases, task.base, task.max_steps)
             iteration += 1
             if iteration % self.check_every == 0:
                 done = lanes.status != RUNNING
@@ -132,18 +133,19 @@ def _store(flat: list[torch.Tensor], lanes: _Lanes, done: torch.Tensor) -> None:
     steps[index] = lanes.steps[done].to(steps.dtype)
 
 
-def _step(s: _Lanes, code: torch.Tensor, num_cases: int, cases, base: int, max_steps: int, table) -> None:
-    """Advance every running lane by one IR op (in place)."""
+def _step(s: _Lanes, code: torch.Tensor, num_cases: int, cases, base: int, max_steps: int) -> None:
+    """Advance every running lane by one IR op (in place); ``code [N, P, 8]`` (see ``_run_chunk``)."""
     running = s.status == RUNNING
     prog, case = s.lane // num_cases, s.lane % num_cases
-    op, arg, arg2, cost, target = code[prog, s.pc].unbind(-1)  # [B] each
+    fields = code[prog, s.pc]  # [B, 8]
+    op, arg, arg2, cost, target = fields[:, :5].unbind(-1)  # [B] each
     walk = s.mult > 0
     value = s.tape.gather(1, s.ptr[:, None])[:, 0].long()  # [B] current cell
     is_add, is_in, is_out = op == Op.ADD, op == Op.IN, op == Op.OUT
     is_loop, halted = op == Op.LOOP, op == Op.HALT
 
     # Counted loops: closed-form iteration count, or a proven hang (synthenv.ir).
-    iterations = table[arg.remainder(base), value]  # [B], 0 = never reaches 0
+    iterations = loop_iterations(fields[:, 5:], value, base)  # [B], 0 = never reaches 0
     fast_loop = is_loop & (value != 0) & (s.ptr >= arg2)
     hang = fast_loop & (iterations == 0)
     step_cost = torch.where(fast_loop, 1 + iterations * cost, torch.where(is_loop, 1, cost))
