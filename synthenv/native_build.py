@@ -15,8 +15,8 @@ crash (SIGBUS/SIGSEGV) or wrong advice:
 - The cache directory (``$SYNTHENV_CACHE_DIR``, else ``$XDG_CACHE_HOME/synthenv`` or
   ``~/.cache/synthenv``) is created with mode 0700; a world-writable one is refused, an
   unusable one (a file, ``/proc/x``) is a clear ``NativeCacheError``.
-- A build is compiled to a temporary file, checked (a non-empty library that loads and exports
-  every expected symbol; an executable that is non-empty and executable), then renamed into
+- A build is compiled to a temporary file, checked (a library that loads, in a child process,
+  and exports every expected symbol; an executable that is non-empty and executable), then renamed into
   place atomically, with a record beside it (``<name>.json``: size, SHA-256, compiler, flags,
   source hash).
 - Before loading, the file must match its record (size and SHA-256); otherwise it is rebuilt.
@@ -38,6 +38,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -276,6 +277,27 @@ def load_library(path: Path, exports: Sequence[str] = EXPORTS) -> ctypes.CDLL:
     return lib
 
 
+_PROBE = ("import ctypes, sys\nlib = ctypes.CDLL(sys.argv[1])\n"
+          "missing = [n for n in sys.argv[2:] if not hasattr(lib, n)]\n"
+          "sys.exit(f'lacks the symbols {missing}' if missing else 0)\n")
+
+
+def check_library(path: Path, exports: Sequence[str] = EXPORTS) -> None:
+    """Check in a child process that ``path`` loads and exports every name in ``exports``.
+
+    A child, so that a bad file can crash nothing here, and so that this process never maps a
+    file that is not yet in its final place.
+
+    Raises:
+        NativeBuildError: it does not load or lacks a symbol (the child's message is included).
+    """
+    done = subprocess.run([sys.executable, "-S", "-c", _PROBE, str(path), *exports], capture_output=True, text=True,
+                          timeout=120)
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise NativeBuildError(f"{path} is not a loadable library: {reason}")
+
+
 def _check_executable(path: Path) -> None:
     if path.stat().st_size == 0 or not os.access(path, os.X_OK):
         raise NativeBuildError(f"{path} is not an executable ({path.stat().st_size} bytes)")
@@ -317,7 +339,7 @@ def build(sources: Sequence[Path] | None = None, flags: Sequence[str] = FLAGS, s
         if not partial.is_file():
             raise NativeBuildError(f"the C compiler {compiler!r} reported success but wrote nothing; {INSTALL_HINT}")
         try:
-            load_library(partial, exports) if suffix == ".so" else _check_executable(partial)
+            check_library(partial, exports) if suffix == ".so" else _check_executable(partial)
         except NativeBuildError as error:
             raise NativeBuildError(f"the C compiler {compiler!r} produced no working {suffix} ({error}); "
                                    f"{INSTALL_HINT}") from None

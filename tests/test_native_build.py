@@ -148,7 +148,8 @@ def test_a_compiler_that_writes_nothing_caches_nothing(tmp_path, cache, monkeypa
 
 def test_a_compiler_that_writes_junk_caches_nothing(tmp_path, cache, monkeypatch):
     fake = tmp_path / "fakecc"
-    fake.write_text('#!/bin/sh\nfor a; do out=$a; done\nprintf junk > "$out"\n')  # the last argument is the output
+    fake.write_text('#!/bin/sh\n[ "$1" = --version ] && echo fake 1.0 && exit 0\n'
+                    'for a; do out=$a; done\nprintf junk > "$out"\n')  # the last argument is the output
     fake.chmod(0o755)
     monkeypatch.setenv("CC", str(fake))
     with pytest.raises(NativeBuildError, match="produced no working .so.*not a loadable library"):
