@@ -37,7 +37,7 @@ class CPUPipeline:
         are not run (``ABORTED``).
         """
         num_outputs = num_outputs or max(1, task.max_output_length)
-        programs = decode_batch(tokens)  # sync point: the CPU pipeline copies programs to the host
+        programs = decode_batch(tokens)  # sync point: cpu_pipeline (the baseline copies programs to the host)
         num_cases = task.num_cases
         outputs = [[[0] * num_outputs for _ in range(num_cases)] for _ in programs]
         lengths = [[0] * num_cases for _ in programs]

@@ -29,6 +29,7 @@ import torch
 from synthenv import language as lang
 from synthenv.checks import require_positive_int
 from synthenv.ir import Program
+from synthenv.syncpoints import sync_point
 from synthenv.tables import lookup_table
 
 from . import traditional
@@ -119,8 +120,11 @@ class NeuralCompiler:
             larger batches run in chunks of a fixed shape.
         sync_width: on CUDA, read the batch's largest bracket count back to the host (one
             sync per call) and attend over that many slots instead of L. On the CPU this
-            read is free and always done.
+            read is free and done unless ``static_shapes``.
         bucket: on the CPU, programs per group of similar bracket counts (see ``tag``).
+        static_shapes: attend over L slots, with no host read of bracket counts (the CUDA
+            path without ``sync_width``). None: on CUDA only; True: on every device, e.g. to
+            check the GPU path on a CPU (tests/test_sync.py).
 
     >>> from synthenv.language import encode_batch
     >>> compiler = NeuralCompiler()
@@ -132,13 +136,14 @@ class NeuralCompiler:
     name = "neural"
 
     def __init__(self, weights: str | Path | None = None, max_scores: int = 2**26, sync_width: bool = False,
-                 bucket: int = 256):
+                 bucket: int = 256, static_shapes: bool | None = None):
         require_positive_int("max_scores", max_scores)
         require_positive_int("bucket", bucket)
         self.weights = Path(weights) if weights is not None else WEIGHTS_PATH
         self.max_scores = max_scores
         self.sync_width = sync_width
         self.bucket = bucket
+        self.static_shapes = static_shapes
         self._cpu_model = load_model(self.weights)
         self._models: dict[torch.device, PointerTagger] = {torch.device("cpu"): self._cpu_model}
 
@@ -161,11 +166,14 @@ class NeuralCompiler:
             raise ValueError(f"tokens must have shape [N, L], got {tuple(tokens.shape)}")
         model = self.model(tokens.device)
         num, length = tokens.shape
-        if tokens.device.type == "cpu" and num > self.bucket:
-            return self._tag_bucketed(model, tokens)
-        exact_width = tokens.device.type == "cpu" or self.sync_width
-        width = bracket_width(tokens) if exact_width else length  # sync point on CUDA, only with sync_width
-        return self._tag_chunked(model, tokens, width)
+        on_cpu = tokens.device.type == "cpu"
+        static = self.static_shapes if self.static_shapes is not None else not (on_cpu or self.sync_width)
+        if static:
+            return self._tag_chunked(model, tokens, length)
+        with sync_point("neural_width"):  # a host read of bracket counts: free on the CPU
+            if on_cpu and num > self.bucket:
+                return self._tag_bucketed(model, tokens)
+            return self._tag_chunked(model, tokens, bracket_width(tokens))
 
     def _tag_chunked(self, model, tokens, width):
         num = tokens.shape[0]

@@ -75,6 +75,15 @@ class Execution:
             torch.where(aborted, 0, self.steps),
         )
 
+    def replace_rows(self, rows: torch.Tensor, other: Execution) -> Execution:
+        """This execution with programs ``rows [C]`` (int64) taken from ``other`` (C programs, same K and O)."""
+        fields = []
+        for name in ("outputs", "output_lengths", "status", "steps"):
+            values = getattr(self, name).clone()
+            values[rows] = getattr(other, name).to(values.dtype)
+            fields.append(values)
+        return Execution(*fields)
+
     def to(self, device: torch.device | str) -> Execution:
         return Execution(*(t.to(device) for t in (self.outputs, self.output_lengths, self.status, self.steps)))
 

@@ -16,6 +16,8 @@ from synthenv.tasks import Task
 CORRECT_BONUS = 2.0
 LENGTH_BONUS = 1.0  # success-rate setting: always the full bonus
 FAILURE_REWARD = -2.0
+SCORERS = ("auto", "torch", "native")
+"""Implementations of ``score_outputs`` (its ``impl``)."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ def score_outputs(execution: Execution, task: Task, impl: str = "auto") -> Score
     kernel builds). On a CPU, a dozen float64 passes over ``[N, K, O]`` cost as much as
     running the programs (``scoring.c``); tests/test_scoring.py checks the two agree.
     """
-    if impl not in ("auto", "torch", "native"):
+    if impl not in SCORERS:
         raise ValueError(f"impl must be 'auto', 'torch' or 'native', got {impl!r}")
     on_cpu = execution.outputs.device.type == "cpu"
     if impl == "native" or (impl == "auto" and on_cpu and native_build.is_available()):

@@ -3,7 +3,6 @@ idempotence and never-larger output (STYLE §13), plus the no-host-sync contract
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 
 import pytest
@@ -16,6 +15,7 @@ from synthenv import reference, workloads
 from synthenv.compilers.traditional import TraditionalCompiler, compile_native, lex, match_brackets
 from synthenv.ir import Op, decompile, equal
 from synthenv.language import Status, decode_batch, encode_batch
+from synthenv.testing.syncguard import forbid_host_sync
 
 CONFIGS = [TraditionalCompiler(fold=f, counted_loops=c, impl="torch") for f, c in itertools.product([False, True], repeat=2)]
 CONFIGS.append(TraditionalCompiler(impl="native"))  # the same passes in C (traditional.c; same IR, tested below)
@@ -123,28 +123,10 @@ def test_pass_never_makes_programs_larger(compiler):
         assert (program.num_ops < plain.num_ops)[foldable].all()
 
 
-@contextlib.contextmanager
-def forbid_host_sync():
-    """Make every host-synchronising tensor method raise while the block runs."""
-    names = ["item", "tolist", "__bool__", "nonzero", "cpu", "numpy", "__int__", "__float__"]
-    saved = {n: getattr(torch.Tensor, n) for n in names}
-
-    def refuse(name):
-        def method(*args, **kwargs):
-            raise AssertionError(f"host sync: Tensor.{name} called on the step path")
-        return method
-
-    try:
-        for n in names:
-            setattr(torch.Tensor, n, refuse(n))
-        yield
-    finally:
-        for n, m in saved.items():
-            setattr(torch.Tensor, n, m)
-
-
 def test_compile_makes_no_host_sync():
+    """The data-parallel passes (what a GPU runs) under synthenv.testing.syncguard (tests/test_sync.py)."""
     tokens = workloads.make("uniform", 64, seed=4)
+    TORCH.compile(tokens)  # lookup tables are built once per device
     with forbid_host_sync():
         program = TORCH.compile(tokens)
     assert program.num_programs == 64

@@ -3,8 +3,9 @@
 The readable reference engine: one IR op per instance per iteration, any torch device,
 bounded memory (at most ``max_lanes`` instances at once; each tape starts short and grows
 when a pointer could reach its end). Every ``check_every`` iterations, finished instances are
-dropped from the active set and tapes grow if needed; that check is the engine's one host
-synchronisation (marked below). The fused ``native``/``cuda`` engines run the same IR
+dropped from the active set and tapes grow if needed; that check (and the tape margin, once per
+chunk) is the engine's documented host synchronisation, ``torch_engine_check`` in
+``synthenv.syncpoints`` (lockstep's loop length depends on the data). The fused ``native``/``cuda`` engines run the same IR
 one instance per thread and are much faster.
 """
 
@@ -18,6 +19,7 @@ from synthenv.engines.common import check_num_outputs, finalize, loop_iterations
 from synthenv.execution import Execution, empty_execution
 from synthenv.ir import Op, Program
 from synthenv.language import Status
+from synthenv.syncpoints import sync_point
 from synthenv.tasks import Task
 
 RUNNING = -1
@@ -87,7 +89,8 @@ class TorchEngine:
         ops, args, args2 = code[..., 0], code[..., 1], code[..., 2]
         moves = torch.where(ops == Op.MOVE, torch.maximum(args, args2), 0).amax()  # ptr' <= ptr + max(arg, floor)
         reach = moves.clamp(min=0) + torch.where(ops == Op.ADD, args2, 0).amax().clamp(min=0)
-        margin = int(reach) * (self.check_every + 1) + 1  # sync point: once per chunk
+        with sync_point("torch_engine_check"):  # once per chunk
+            margin = int(reach) * (self.check_every + 1) + 1
         tape_length = min(task.max_steps, max(self.initial_tape, margin))
         num_programs, num_cases = program.num_programs, cases.num_cases
         total = num_programs * num_cases
@@ -105,11 +108,12 @@ class TorchEngine:
             _step(lanes, code, num_cases, cases, task.base, task.max_steps)
             iteration += 1
             if iteration % self.check_every == 0:
-                done = lanes.status != RUNNING
-                if bool(done.any()):  # sync point: once per check_every lockstep iterations
-                    _store(flat, lanes, done)
-                    lanes = lanes.select(~done)
-                lanes.tape = _grow(lanes.tape, lanes.ptr, margin, task.max_steps)
+                with sync_point("torch_engine_check"):  # once per check_every lockstep iterations
+                    done = lanes.status != RUNNING
+                    if bool(done.any()):
+                        _store(flat, lanes, done)
+                        lanes = lanes.select(~done)
+                    lanes.tape = _grow(lanes.tape, lanes.ptr, margin, task.max_steps)
         return result
 
 
@@ -118,7 +122,7 @@ def _grow(tape: torch.Tensor, ptr: torch.Tensor, margin: int, max_steps: int) ->
     length = tape.shape[1]
     if ptr.numel() == 0 or length >= max_steps:
         return tape
-    needed = int(ptr.max()) + margin  # sync point: part of the periodic check
+    needed = int(ptr.max()) + margin  # part of the periodic check (torch_engine_check)
     if needed < length:
         return tape
     return torch.nn.functional.pad(tape, (0, min(max_steps, max(2 * length, needed)) - length))
