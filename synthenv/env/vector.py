@@ -16,6 +16,7 @@ from synthenv.syncpoints import sync_point
 from synthenv.tasks import Task
 
 from .config import EnvConfig, Mode
+from .graphs import GraphedTransition, check_graphable
 from .program_mode import ProgramDynamics
 from .token_mode import TokenDynamics
 
@@ -92,7 +93,8 @@ class SynthVecEnv(VectorEnv):
     dataclass): ``task`` (name or ``Task``), ``num_envs``, ``mode`` (``"program"``/``"token"``),
     ``backend``, ``engine``, ``device``, ``max_len`` (100), ``iterations`` (1, program mode),
     ``seed``, the task overrides ``base``/``max_steps``/``strict_syntax``, ``allow_eos``,
-    ``validate_actions`` (True: range check, one host sync per step) and ``lazy_scoring``.
+    ``validate_actions`` (True: range check, one host sync per step), ``lazy_scoring`` and
+    ``cuda_graphs`` (program mode on CUDA: the step replayed as a CUDA graph).
     ``evaluator``: a prebuilt ``synthenv.pipeline.Evaluator`` (compiler, engine, scorer) to use
     instead of the one ``backend`` and ``engine`` name, e.g. a custom compiler or the torch
     scorer; it must run on ``device``.
@@ -121,6 +123,10 @@ class SynthVecEnv(VectorEnv):
             raise TypeError(f"evaluator must be a synthenv.pipeline.Evaluator or None, got {type(evaluator).__name__}")
         self.evaluator = evaluator or Evaluator.create(self.config.backend, self.config.engine, self.device)
         self._dynamics = _make_dynamics(self.config, self.task, self.evaluator, self.device)
+        self._transition = self._dynamics.transition
+        if self.config.cuda_graphs:
+            check_graphable(self.config, self.evaluator, self.device)
+            self._transition = GraphedTransition(self._dynamics, self.device)
         self.single_observation_space = self._dynamics.single_observation_space
         self.single_action_space = self._dynamics.single_action_space
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -169,7 +175,7 @@ class SynthVecEnv(VectorEnv):
         """
         state = self._require_state()
         actions = self._check_actions(actions)  # raises before any state changes
-        new, rewards, terminated, info = self._dynamics.transition(state, actions)
+        new, rewards, terminated, info = self._transition(state, actions)
         elapsed = new["elapsed"] + 1  # [N]
         truncated = ~terminated & (elapsed >= self._dynamics.episode_limit)
         done = terminated | truncated  # [N]
