@@ -221,7 +221,8 @@ def find_compiler() -> str | None:
 
 
 @functools.lru_cache(maxsize=8)
-def _compiler_version(compiler: str) -> str:
+def compiler_version(compiler: str) -> str:
+    """What ``compiler --version`` prints (part of the cache key)."""
     try:
         done = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as error:
@@ -232,7 +233,7 @@ def _compiler_version(compiler: str) -> str:
 def build_key(texts: Sequence[str | bytes], compiler: str, flags: Sequence[str]) -> str:
     """Cache key of a build: a hash of the (expanded) sources, the compiler (path and version) and the flags."""
     digest = hashlib.sha256()
-    for part in (*texts, os.path.realpath(compiler), _compiler_version(compiler), "\0".join(flags)):
+    for part in (*texts, os.path.realpath(compiler), compiler_version(compiler), "\0".join(flags)):
         digest.update(part if isinstance(part, bytes) else part.encode())
         digest.update(b"\0\0")
     return digest.hexdigest()[:20]
@@ -344,7 +345,7 @@ def build(sources: Sequence[Path] | None = None, flags: Sequence[str] = FLAGS, s
             raise NativeBuildError(f"the C compiler {compiler!r} produced no working {suffix} ({error}); "
                                    f"{INSTALL_HINT}") from None
         record = {"size": partial.stat().st_size, "sha256": _sha256(partial), "compiler": os.path.realpath(compiler),
-                  "version": _compiler_version(compiler).splitlines()[:1], "flags": list(flags),
+                  "version": compiler_version(compiler).splitlines()[:1], "flags": list(flags),
                   "sources": {s.name: hashlib.sha256(t.encode()).hexdigest() for s, t in zip(sources, texts)}}
         staged_record = Path(scratch) / "record.json"
         staged_record.write_text(json.dumps(record, indent=1))

@@ -58,3 +58,13 @@ def test_nvrtc_needs_no_gpu_driver():
     maps = Path("/proc/self/maps")
     if maps.exists():
         assert "libcuda.so" not in maps.read_text()
+
+
+def test_compiling_leaves_python_s_shared_bytes_alone():
+    """NVRTC writes its (here one-byte, empty) log into the buffer it is given; a ``bytes`` buffer
+    (``b" " * 1`` is the shared one-byte object) was overwritten, and loading the neural weights
+    failed afterwards in the same process."""
+    from synthenv.compilers import neural
+
+    cuda.compile_ptx(cuda.variants()[0])
+    assert neural.load_model() is not None

@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compiler-report": ("synthenv.cli.compiler_report", "CompilerReportCommand"),
     "train": ("synthenv.cli.train", "TrainCommand"),
     "table": ("synthenv.cli.table", "TableCommand"),
+    "doctor": ("synthenv.cli.doctor", "DoctorCommand"),
 }
 
 

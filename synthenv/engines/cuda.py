@@ -116,16 +116,18 @@ def compile_ptx(variant: KernelVariant, arch: str = "sm_80") -> str:
         options = [f"--gpu-architecture=compute_{arch.removeprefix('sm_')}".encode(),
                    *(o.encode() for o in variant.options)]
         (result,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        # NVRTC writes into the buffer: a bytearray, never bytes (b" " * 1 is CPython's shared
+        # one-byte object, and overwriting it corrupts every later b" " in the process).
         _, size = nvrtc.nvrtcGetProgramLogSize(program)
-        log = b" " * size
+        log = bytearray(size)
         nvrtc.nvrtcGetProgramLog(program, log)
-        log_text = log.rstrip(b"\0 ").decode(errors="replace")
+        log_text = bytes(log).rstrip(b"\0 ").decode(errors="replace")
         if result != ok or "warning" in log_text.lower() or "error" in log_text.lower():
             raise NvrtcError(f"NVRTC on {variant} for {arch} ({result}):\n{log_text}")
         _, size = nvrtc.nvrtcGetPTXSize(program)
-        ptx = b" " * size
+        ptx = bytearray(size)
         nvrtc.nvrtcGetPTX(program, ptx)
-        return ptx.rstrip(b"\0").decode()
+        return bytes(ptx).rstrip(b"\0").decode()
     finally:
         nvrtc.nvrtcDestroyProgram(program)
 

@@ -60,6 +60,10 @@ class TorchEngine:
     initial_tape: int = 256
     name: str = "torch"
 
+    def available(self, device: torch.device | str) -> bool:
+        """The torch engine runs on any torch device."""
+        return True
+
     def run(self, program: Program, task: Task, num_outputs: int | None = None, early_abort: bool = False) -> Execution:
         """Run ``program`` on all of ``task``'s cases; see ``Execution`` for the contract.
 
