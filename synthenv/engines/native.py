@@ -79,6 +79,8 @@ class NativeEngine:
     def run(self, program: Program, task: Task, num_outputs: int | None = None, early_abort: bool = False) -> Execution:
         """Run ``program`` on all of ``task``'s cases; see ``Execution`` for the contract."""
         execution = self.run_raw(program, task, num_outputs, early_abort)
+        if not task.strict_syntax:  # the kernel's own result already follows the contract (tested)
+            return execution
         return finalize(execution, program, task, early_abort)
 
     def run_raw(self, program: Program, task: Task, num_outputs: int | None = None, early_abort: bool = False,
