@@ -41,8 +41,9 @@ def run_naive(tokens: torch.Tensor, task: Task, num_outputs: int | None = None, 
     tokens = tokens.to(torch.int64).contiguous()  # [N, L]
     cases = task.tensors("cpu")
     num, num_cases = tokens.shape[0], cases.num_cases
-    result = Execution(torch.empty((num, num_cases, num_outputs), dtype=torch.int32),
-                       torch.empty((num, num_cases), dtype=torch.int32), torch.empty((num, num_cases), dtype=torch.int8),
+    result = Execution(torch.empty((num, num_cases, num_outputs), dtype=torch.int32),  # the C code writes all
+                       torch.empty((num, num_cases), dtype=torch.int32),
+                       torch.empty((num, num_cases), dtype=torch.int8),
                        torch.empty((num, num_cases), dtype=torch.int32))
     rc = _native_naive()(
         tokens.data_ptr(), num, tokens.shape[1], cases.inputs.data_ptr(), cases.input_lengths.data_ptr(), num_cases,

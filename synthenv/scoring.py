@@ -109,7 +109,8 @@ def _score_native(execution: Execution, task: Task, num_threads: int = 0) -> Sco
         raise ValueError(f"execution keeps {num_outputs} outputs per case, the task needs {cases.expected.shape[1]}")
     scores = Scores(torch.empty(num_programs, dtype=torch.float64), torch.empty(num_programs, dtype=torch.bool),
                     torch.empty((num_programs, num_cases), dtype=torch.float64),
-                    torch.empty((num_programs, num_cases), dtype=torch.bool), torch.empty(num_programs, dtype=torch.int8))
+                    torch.empty((num_programs, num_cases), dtype=torch.bool),
+                    torch.empty(num_programs, dtype=torch.int8))
     _native_score()(
         outputs.data_ptr(), lengths.data_ptr(), status.data_ptr(), num_programs, num_cases, num_outputs,
         cases.expected.data_ptr(), cases.expected_lengths.data_ptr(), cases.expected.shape[1], task.base,

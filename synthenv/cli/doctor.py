@@ -62,7 +62,8 @@ class DoctorCommand:
                 print(f"       {row['config']:<16} N={row['num_programs']:<7} {row['programs_per_s']:>12,} programs/s")
             passed &= report["gpu_suite"]["passed"]
         report["passed"] = passed
-        print(f"\n{'all checks passed' if passed else 'SOME CHECKS FAILED: a bug in synthenv, please report this output'}")
+        verdict = "all checks passed" if passed else "SOME CHECKS FAILED: a bug in synthenv, please report this output"
+        print(f"\n{verdict}")
         if target is not None:
             target.write_text(json.dumps(report, indent=1, default=str))
             print(f"report written to {target}")

@@ -5,8 +5,8 @@ bounded memory (at most ``max_lanes`` instances at once; each tape starts short 
 when a pointer could reach its end). Every ``check_every`` iterations, finished instances are
 dropped from the active set and tapes grow if needed; that check (and the tape margin, once per
 chunk) is the engine's documented host synchronisation, ``torch_engine_check`` in
-``synthenv.syncpoints`` (lockstep's loop length depends on the data). The fused ``native``/``cuda`` engines run the same IR
-one instance per thread and are much faster.
+``synthenv.syncpoints`` (lockstep's loop length depends on the data). The fused
+``native``/``cuda`` engines run the same IR one instance per thread and are much faster.
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ class TorchEngine:
             torch.zeros((total, num_outputs), dtype=torch.int64, device=device),
         )
         result = empty_execution(num_programs, num_cases, num_outputs, device)
-        flat = [t.view(total, *t.shape[2:]) for t in (result.outputs, result.output_lengths, result.status, result.steps)]
+        fields = (result.outputs, result.output_lengths, result.status, result.steps)
+        flat = [t.view(total, *t.shape[2:]) for t in fields]
         iteration = 0
         while lanes.lane.numel() > 0:
             _step(lanes, code, num_cases, cases, task.base, task.max_steps)
