@@ -136,7 +136,7 @@ def test_every_backend_is_covered():
 @pytest.mark.parametrize("task_name", list(VARIANTS))
 @pytest.mark.parametrize("workload", ["uniform", "loop_heavy", "near"])
 def test_per_case_results_match_the_oracle(backend, engine, task_name, workload):
-    num = {"torch": 80, "reference": 60}.get(engine, 300)  # the torch engine and the cpu pipeline are slow
+    num = {"torch": 50, "reference": 60}.get(engine, 300)  # the torch engine and the cpu pipeline are slow
     programs = sample(workload, num, seed=sum(map(ord, task_name + workload)))
     for early_abort in (False, True):
         execution, scores = evaluate(backend, engine, programs, VARIANTS[task_name], early_abort)
@@ -157,12 +157,12 @@ def run_everywhere(programs, task, early_abort):
 
 
 @pytest.mark.parametrize("early_abort", [False, True])
-@pytest.mark.parametrize("task_name", list(VARIANTS))
+@pytest.mark.parametrize("task_name", ["reverse-short", "count-char-strict", "bool-logic"])
 def test_engines_agree_case_by_case(task_name, early_abort):
     """Per case, every engine gives the same Execution as every other: statuses, outputs, output
     lengths and steps, early abort included (the torch engine runs every case and applies it
     afterwards; native stops at the first failure; cuda runs cases in parallel)."""
-    programs = sample("loop_heavy", 50, seed=len(task_name)) + sample("uniform", 30, seed=3)
+    programs = sample("loop_heavy", 40, seed=len(task_name)) + sample("uniform", 20, seed=3) + sample("near", 20, seed=4)
     runs = run_everywhere(programs, VARIANTS[task_name], early_abort)
     (first, reference_run), *others = runs.items()
     assert len(runs) >= 2

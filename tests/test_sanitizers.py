@@ -76,7 +76,7 @@ def test_naive_interpreter_is_clean_and_matches_the_normal_build(driver, workloa
 @pytest.mark.slow
 @pytest.mark.parametrize("workload", ["uniform", "loop_heavy", "near"])
 def test_c_compiler_is_clean_and_matches_the_normal_build(driver, workload):
-    """Driver mode 2: tokens compiled by synthenv_compile, then run (tests compile_tokens too)."""
+    """Driver mode 2: tokens compiled by synthenv_compile, then run (tests compile_native too)."""
     tokens = workloads.make(workload, 4_000, seed=8)
     task = tasks.get("reverse")
     want = NativeEngine().run(compile_native(tokens), task, early_abort=True)
