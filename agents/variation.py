@@ -22,10 +22,11 @@ from __future__ import annotations
 import ctypes
 import functools
 from dataclasses import dataclass
-from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
+from synthenv import native_build
 from synthenv.language import EOS, VOCAB_SIZE
 
 SUBSTITUTE, INSERT, DELETE = range(3)
@@ -178,7 +179,7 @@ def _apply_edits_native(lib, parents: torch.Tensor, edits: Edits) -> torch.Tenso
         (parents, torch.int64), (edits.positions, torch.int64), (edits.kinds, torch.int64),
         (edits.tokens, torch.int64), (edits.active, torch.uint8))]
     out = torch.empty_like(rows[0])
-    lib.synthenv_apply_edits(rows[0].data_ptr(), rows[0].shape[0], length, *(r.data_ptr() for r in rows[1:]),
+    lib.apply_edits(rows[0].data_ptr(), rows[0].shape[0], length, *(r.data_ptr() for r in rows[1:]),
                              num_edits, out.data_ptr(), 0)
     return out.view(parents.shape)
 
@@ -212,7 +213,7 @@ def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: tor
         a, b = firsts.reshape(-1, length).contiguous(), seconds.reshape(-1, length).contiguous()
         cuts = torch.stack([i, m, j, w], dim=-1).reshape(-1, 4).contiguous()
         out = torch.empty_like(a)
-        lib.synthenv_splice(a.data_ptr(), b.data_ptr(), cuts.data_ptr(), a.shape[0], length, out.data_ptr(), 0)
+        lib.splice(a.data_ptr(), b.data_ptr(), cuts.data_ptr(), a.shape[0], length, out.data_ptr(), 0)
         return out.view(firsts.shape)
     t = torch.arange(length, device=device)
     i, m, j, w = i[..., None], m[..., None], j[..., None], w[..., None]
@@ -242,7 +243,7 @@ def row_hashes(tokens: torch.Tensor, impl: str = "auto") -> torch.Tensor:
     if lib is not None:
         rows = tokens.reshape(-1, tokens.shape[-1]).to(torch.int64).contiguous()
         out = torch.empty(rows.shape[0], dtype=torch.int64)
-        lib.synthenv_row_hashes(rows.data_ptr(), rows.shape[0], rows.shape[1], multipliers.data_ptr(),
+        lib.row_hashes(rows.data_ptr(), rows.shape[0], rows.shape[1], multipliers.data_ptr(),
                                 out.data_ptr(), 0)
         return out.view(tokens.shape[:-1])
     return (tokens.long() * multipliers).sum(-1)
@@ -272,31 +273,22 @@ def first_occurrences(tokens: torch.Tensor | None = None, valid: torch.Tensor | 
 
 # ---- CPU fast path: the same operators in C (agents/variation.c), one row per loop ----
 
-SOURCE = Path(__file__).with_name("variation.c")
 MAX_NATIVE_EDITS = 64
+"""``variation.c`` handles at most this many edits per program (more fall back to torch)."""
 
 
 @functools.lru_cache(maxsize=1)
-def _library():
-    """The compiled C operators, or None when no C compiler is available (torch then does it all)."""
-    from synthenv.engines import native
-
-    try:
-        lib = ctypes.CDLL(str(native.build(source=SOURCE)))
-    except (native.NativeBuildError, OSError):
-        return None
+def _library() -> SimpleNamespace:
+    """The C operators of synthenv's native library (``agents/variation.c``), bound once."""
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-    lib.synthenv_apply_edits.argtypes = [p, i64, i64, p, p, p, p, i64, p, i32]
-    lib.synthenv_apply_edits.restype = ctypes.c_int
-    lib.synthenv_splice.argtypes = [p, p, p, i64, i64, p, i32]
-    lib.synthenv_splice.restype = None
-    lib.synthenv_row_hashes.argtypes = [p, i64, i64, p, p, i32]
-    lib.synthenv_row_hashes.restype = None
-    return lib
+    return SimpleNamespace(
+        apply_edits=native_build.bind("synthenv_apply_edits", [p, i64, i64, p, p, p, p, i64, p, i32]),
+        splice=native_build.bind("synthenv_splice", [p, p, p, i64, i64, p, i32], None),
+        row_hashes=native_build.bind("synthenv_row_hashes", [p, i64, i64, p, p, i32], None))
 
 
-def _native(*tensors: torch.Tensor):
-    """The C library when every tensor is on the CPU and it builds, else None."""
-    if any(t.device.type != "cpu" for t in tensors):
+def _native(*tensors: torch.Tensor) -> SimpleNamespace | None:
+    """The C operators when every tensor is on the CPU and the native library is available, else None."""
+    if any(t.device.type != "cpu" for t in tensors) or not native_build.is_available():
         return None
     return _library()

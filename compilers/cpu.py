@@ -31,13 +31,13 @@ class CPUPipeline:
 
     def execute(self, tokens: torch.Tensor, task: Task, num_outputs: int | None = None,
                 early_abort: bool = True) -> Execution:
-        """Run ``tokens [N, L]`` on every case of ``task``; see ``Execution``.
+        """Run ``tokens [N, L]`` on every case of ``task``; see ``Execution`` for the contract.
 
         With ``early_abort`` (PQT's scorer), a program's cases after its first failing case
         are not run (``ABORTED``).
         """
         num_outputs = num_outputs or max(1, task.max_output_length)
-        programs = decode_batch(tokens)  # sync point: the CPU pipeline copies programs to the host
+        programs = decode_batch(tokens)  # sync point: cpu_pipeline (the baseline copies programs to the host)
         num_cases = task.num_cases
         outputs = [[[0] * num_outputs for _ in range(num_cases)] for _ in programs]
         lengths = [[0] * num_cases for _ in programs]
@@ -52,9 +52,10 @@ class CPUPipeline:
                 if early_abort and outcome.status != Status.OK:
                     break  # PQT stops scoring a program at its first failing case
         device = tokens.device
-        return Execution(
+        execution = Execution(
             torch.tensor(outputs, dtype=torch.int32).view(len(programs), num_cases, num_outputs).to(device),
             torch.tensor(lengths, dtype=torch.int32).view(len(programs), num_cases).to(device),
             torch.tensor(status, dtype=torch.int8).view(len(programs), num_cases).to(device),
             torch.tensor(steps, dtype=torch.int32).view(len(programs), num_cases).to(device),
         )
+        return execution.canonical(early_abort)  # failed cases keep no outputs

@@ -29,6 +29,8 @@ import torch
 from synthenv import language as lang
 from synthenv.checks import require_positive_int
 from synthenv.ir import Program
+from synthenv.syncpoints import sync_point
+from synthenv.tables import lookup_table
 
 from . import traditional
 from .neural_model import BACKWARD, FORWARD, ModelConfig, PointerTagger, bracket_counts, bracket_width
@@ -37,9 +39,6 @@ WEIGHTS_PATH = Path(__file__).with_name("neural_weights.pt")
 """The shipped weights (package data)."""
 
 FORMAT = "synthenv-neural-compiler/1"
-
-_LEX_CLASS = [traditional.NONE, traditional.MOVE, traditional.MOVE, traditional.ADD, traditional.ADD,
-              traditional.OPEN, traditional.CLOSE, traditional.OUT, traditional.IN]
 
 
 def save_weights(model: PointerTagger, path: str | Path, metadata: dict | None = None) -> None:
@@ -92,7 +91,7 @@ def predict(model: PointerTagger, tokens: torch.Tensor, width: int | None = None
 def _consistent(alive, tokens, classes, partner, has_back, has_fwd) -> torch.Tensor:
     tok = torch.where(alive, tokens.long(), lang.EOS)
     is_open, is_close = tok == lang.OPEN, tok == lang.CLOSE
-    lex_class = torch.tensor(_LEX_CLASS, dtype=torch.int64, device=tokens.device)[tok]  # [N, L]
+    lex_class = lookup_table(traditional.TOKEN_CLASS, tokens.device)[tok]  # [N, L]
     expected = torch.where(is_open, torch.where(has_fwd, traditional.OPEN, traditional.UNMATCHED),
                            torch.where(is_close, torch.where(has_back, traditional.CLOSE, traditional.UNMATCHED),
                                        lex_class))
@@ -121,8 +120,11 @@ class NeuralCompiler:
             larger batches run in chunks of a fixed shape.
         sync_width: on CUDA, read the batch's largest bracket count back to the host (one
             sync per call) and attend over that many slots instead of L. On the CPU this
-            read is free and always done.
+            read is free and done unless ``static_shapes``.
         bucket: on the CPU, programs per group of similar bracket counts (see ``tag``).
+        static_shapes: attend over L slots, with no host read of bracket counts (the CUDA
+            path without ``sync_width``). None: on CUDA only; True: on every device, e.g. to
+            check the GPU path on a CPU (tests/test_sync.py).
 
     >>> from synthenv.language import encode_batch
     >>> compiler = NeuralCompiler()
@@ -134,13 +136,14 @@ class NeuralCompiler:
     name = "neural"
 
     def __init__(self, weights: str | Path | None = None, max_scores: int = 2**26, sync_width: bool = False,
-                 bucket: int = 256):
+                 bucket: int = 256, static_shapes: bool | None = None):
         require_positive_int("max_scores", max_scores)
         require_positive_int("bucket", bucket)
         self.weights = Path(weights) if weights is not None else WEIGHTS_PATH
         self.max_scores = max_scores
         self.sync_width = sync_width
         self.bucket = bucket
+        self.static_shapes = static_shapes
         self._cpu_model = load_model(self.weights)
         self._models: dict[torch.device, PointerTagger] = {torch.device("cpu"): self._cpu_model}
 
@@ -163,11 +166,14 @@ class NeuralCompiler:
             raise ValueError(f"tokens must have shape [N, L], got {tuple(tokens.shape)}")
         model = self.model(tokens.device)
         num, length = tokens.shape
-        if tokens.device.type == "cpu" and num > self.bucket:
-            return self._tag_bucketed(model, tokens)
-        exact_width = tokens.device.type == "cpu" or self.sync_width
-        width = bracket_width(tokens) if exact_width else length  # sync point on CUDA, only with sync_width
-        return self._tag_chunked(model, tokens, width)
+        on_cpu = tokens.device.type == "cpu"
+        static = self.static_shapes if self.static_shapes is not None else not (on_cpu or self.sync_width)
+        if static:
+            return self._tag_chunked(model, tokens, length)
+        with sync_point("neural_width"):  # a host read of bracket counts: free on the CPU
+            if on_cpu and num > self.bucket:
+                return self._tag_bucketed(model, tokens)
+            return self._tag_chunked(model, tokens, bracket_width(tokens))
 
     def _tag_chunked(self, model, tokens, width):
         num = tokens.shape[0]

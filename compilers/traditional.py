@@ -16,24 +16,30 @@ output in tests/test_compiler.py):
 
 from __future__ import annotations
 
+import ctypes
+import functools
 from dataclasses import dataclass
 
 import torch
 
 from synthenv import language as lang
-from synthenv.engines import native
-from synthenv.ir import ARG, ARG2, COST, OP, TARGET, Op, Program
+from synthenv import native_build
+from synthenv.ir import Op, Program
+from synthenv.tables import lookup_table
 
 # Token classes (what a token becomes once brackets are matched).
 NONE, ADD, MOVE, OUT, IN, OPEN, CLOSE, UNMATCHED = range(8)
+CLASS_NAMES = ("NONE", "ADD", "MOVE", "OUT", "IN", "OPEN", "CLOSE", "UNMATCHED")
 
-# Lexing table: token id -> class (OPEN/CLOSE before matching).
-_TOKEN_CLASS = [NONE, MOVE, MOVE, ADD, ADD, OPEN, CLOSE, OUT, IN]
-_ADD_DELTA = [0, 0, 0, 1, -1, 0, 0, 0, 0]
-_MOVE_DELTA = [0, 1, -1, 0, 0, 0, 0, 0, 0]
-_FOLDABLE = {ADD, MOVE, OUT, IN, UNMATCHED}
-_CLASS_TO_OP = {NONE: Op.HALT, ADD: Op.ADD, MOVE: Op.MOVE, OUT: Op.OUT, IN: Op.IN,
-                OPEN: Op.JZ, CLOSE: Op.JNZ, UNMATCHED: Op.NOP}
+# Lexing tables, indexed by token id (0 = EOS, then `><+-[].,`); shared with traditional.c
+# through the generated synthenv/tables.h.
+TOKEN_CLASS = (NONE, MOVE, MOVE, ADD, ADD, OPEN, CLOSE, OUT, IN)  # OPEN/CLOSE before matching
+ADD_DELTA = (0, 0, 0, 1, -1, 0, 0, 0, 0)
+MOVE_DELTA = (0, 1, -1, 0, 0, 0, 0, 0, 0)
+CLASS_TO_OP = {NONE: Op.HALT, ADD: Op.ADD, MOVE: Op.MOVE, OUT: Op.OUT, IN: Op.IN,
+               OPEN: Op.JZ, CLOSE: Op.JNZ, UNMATCHED: Op.NOP}
+_FOLDABLE = (ADD, MOVE, OUT, IN, UNMATCHED)
+_OP_OF_CLASS = tuple(int(CLASS_TO_OP[c]) for c in range(len(CLASS_NAMES)))
 
 
 @dataclass(frozen=True)
@@ -50,8 +56,8 @@ def lex(tokens: torch.Tensor) -> Lexed:
     tok = tokens.long()
     alive = torch.cumprod(tok != lang.EOS, dim=1).bool()  # [N, L]
     tok = torch.where(alive, tok, 0)
-    table = lambda values: torch.tensor(values, dtype=torch.int64, device=device)[tok]  # noqa: E731
-    return Lexed(table(_TOKEN_CLASS), alive, table(_ADD_DELTA), table(_MOVE_DELTA))
+    table = lambda values: lookup_table(values, device)[tok]  # noqa: E731  [N, L]
+    return Lexed(table(TOKEN_CLASS), alive, table(ADD_DELTA), table(MOVE_DELTA))
 
 
 def match_brackets(classes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -175,8 +181,7 @@ def emit(
     before = torch.nn.functional.pad(moved, (1, 0)).gather(1, first_token.clamp(max=length))  # offset before op
 
     op_class = torch.nn.functional.pad(classes, (0, 1)).gather(1, first_token)  # [N, P+1]
-    op_table = torch.tensor([int(_CLASS_TO_OP[c]) for c in range(8)], dtype=torch.int64, device=classes.device)
-    ops = op_table[op_class]
+    ops = lookup_table(_OP_OF_CLASS, classes.device)[op_class]  # [N, P+1]
     net_move = _segment_reduce(lexed.move_deltas, seg, slots + 1, "sum", 0)
     floor = net_move - (low - before).clamp(max=0)  # ptr' = max(ptr + net, floor)
     tok_partner = torch.nn.functional.pad(partner, (0, 1), value=-1).gather(1, first_token)
@@ -208,6 +213,39 @@ def emit(
                    alive.sum(1).to(torch.int32))
 
 
+def compile_native(tokens: torch.Tensor, num_threads: int = 0) -> Program:
+    """The passes above in C (``traditional.c``), one program per thread: the same IR, bit for bit.
+
+    The data-parallel torch passes are the right shape for a GPU; on a CPU their few dozen
+    passes over ``[N, L]`` tensors cost more than running the programs. This is the same
+    algorithm run sequentially per program (tests/test_compiler.py checks ``ir.equal``).
+    ``num_threads``: OpenMP threads (0 = all cores).
+
+    >>> from synthenv.language import encode_batch
+    >>> int(compile_native(encode_batch(["+++[->++<]"])).num_ops[0])  # ADD 3, LOOP, ADD, MOVE, ADD, MOVE, JNZ
+    7
+    """
+    if tokens.device.type != "cpu":
+        raise ValueError(f"compile_native runs on CPU tensors, got tokens on {tokens.device}; use impl='torch'")
+    if tokens.dim() != 2:
+        raise ValueError(f"tokens must have shape [N, L], got {tuple(tokens.shape)}")
+    tokens = tokens.to(torch.int64).contiguous()  # [N, L]
+    num, length = tokens.shape
+    program = Program(torch.empty((num, length + 1, 5), dtype=torch.int32), torch.empty(num, dtype=torch.int32),
+                      torch.empty(num, dtype=torch.bool), torch.empty(num, dtype=torch.int32))
+    rc = _native_compile()(tokens.data_ptr(), num, length, program.code.data_ptr(), program.num_ops.data_ptr(),
+                           program.balanced.data_ptr(), program.lengths.data_ptr(), num_threads)
+    if rc != 0:
+        raise MemoryError(f"the native compiler could not allocate its scratch space ({length} tokens)")
+    return program
+
+
+@functools.lru_cache(maxsize=1)
+def _native_compile():
+    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+    return native_build.bind("synthenv_compile", [p, i64, i64, p, p, p, p, i32])
+
+
 IMPLEMENTATIONS = ("auto", "torch", "native")
 
 
@@ -221,7 +259,7 @@ class TraditionalCompiler:
             (closed-form iteration count, proven hangs).
         impl: ``"torch"``: the data-parallel passes of this module, on any device.
             ``"native"``: the same passes in C, one program per thread (CPU tensors, all passes
-            on; ``synthenv.engines.native.compile_tokens``), emitting the identical IR (tested
+            on; ``compile_native``), emitting the identical IR (tested
             bit for bit): on a CPU, a few dozen memory-bound passes over ``[N, L]`` tensors cost
             more than running the programs. ``"auto"``: native for CPU tensors when a C
             compiler works and all passes are on, else torch.
@@ -248,8 +286,8 @@ class TraditionalCompiler:
         if tokens.dim() != 2:
             raise ValueError(f"tokens must have shape [N, L], got {tuple(tokens.shape)}")
         if self.impl == "native" or (self.impl == "auto" and self.fold and self.counted_loops
-                                     and tokens.device.type == "cpu" and native.is_available()):
-            return native.compile_tokens(tokens)
+                                     and tokens.device.type == "cpu" and native_build.is_available()):
+            return compile_native(tokens)
         lexed = lex(tokens)
         classes, partner = match_brackets(lexed.classes)
         loops = find_counted_loops(classes, partner, lexed) if self.counted_loops else None

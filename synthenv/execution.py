@@ -13,14 +13,23 @@ from synthenv.language import Status
 class Execution:
     """Per (program, case) results of running an IR batch.
 
-    Contract shared by all engines and the ``cpu`` pipeline (tested against the oracle):
+    The execution contract, the same for every engine (torch, native, cuda), the ``cpu``
+    pipeline and the benchmark's naive interpreter, so that their results are identical case
+    by case (tests/test_differential.py compares them with each other and with the oracle):
 
-    - ``status``: ``Status`` codes. ``OK`` and ``STEP_LIMIT`` agree with the oracle case by
-      case; with ``early_abort`` an engine may mark a case ``ABORTED`` instead, but only in a
-      program that has a failing case (PQT scores such a program as failed anyway).
-    - For ``OK`` cases, ``outputs``, ``output_lengths`` and ``steps`` equal the oracle's.
-    - For failed cases, ``steps`` is ``max_steps`` (``STEP_LIMIT``) or 0 (``SYNTAX_ERROR``);
-      outputs of failed or aborted cases are not part of the contract.
+    - Cases run, in effect, in case order. ``status`` is ``OK``, ``STEP_LIMIT`` or
+      ``SYNTAX_ERROR`` as the oracle says, except that with ``early_abort`` every case after
+      a program's first failing case (in case order) is ``ABORTED``. That mask is a function
+      of the statuses alone, computed after the cases ran (``canonical``), so an engine that
+      runs cases in parallel (cuda) gives exactly what one that stops at the first failure
+      (native) gives, however the threads were timed. PQT scores such a program as failed
+      whatever its other cases do.
+    - ``OK`` cases: ``outputs`` (the first O values printed, zero-padded), ``output_lengths``
+      (how many were printed, may exceed O) and ``steps`` (raw BF steps) equal the oracle's.
+    - A failed case exposes only its status and step count: ``steps`` is ``max_steps``
+      (``STEP_LIMIT``) or 0 (``SYNTAX_ERROR``); its outputs are zeros and its output length 0
+      (what it printed before it failed depends on how soon an engine proved a hang).
+    - An ``ABORTED`` case has zero outputs, output length 0 and steps 0.
 
     Attributes:
         outputs: ``[N, K, O]`` int32, the first O values each case printed (zero-padded).
@@ -43,6 +52,37 @@ class Execution:
         """
         failure = torch.where(self.status == Status.ABORTED, 0, self.status.to(torch.int8))
         return failure.amax(dim=1).to(torch.int8)
+
+    def canonical(self, early_abort: bool) -> Execution:
+        """This execution brought to the contract above, with tensor ops only (no host sync).
+
+        Marks every case after a program's first failing case ``ABORTED`` (with
+        ``early_abort``) and clears the outputs of failed and aborted cases. Idempotent; an
+        execution that already follows the contract comes back unchanged.
+        """
+        status = self.status  # [N, K]
+        failed = (status == Status.STEP_LIMIT) | (status == Status.SYNTAX_ERROR)  # [N, K]
+        if early_abort:
+            aborted = (failed.cumsum(1) - failed.long()) > 0  # [N, K] a failure strictly before
+            aborted |= status == Status.ABORTED
+        else:
+            aborted = status == Status.ABORTED
+        hidden = failed | aborted
+        return Execution(
+            torch.where(hidden[..., None], 0, self.outputs),
+            torch.where(hidden, 0, self.output_lengths),
+            torch.where(aborted, int(Status.ABORTED), status),
+            torch.where(aborted, 0, self.steps),
+        )
+
+    def replace_rows(self, rows: torch.Tensor, other: Execution) -> Execution:
+        """This execution with programs ``rows [C]`` (int64) taken from ``other`` (C programs, same K and O)."""
+        fields = []
+        for name in ("outputs", "output_lengths", "status", "steps"):
+            values = getattr(self, name).clone()
+            values[rows] = getattr(other, name).to(values.dtype)
+            fields.append(values)
+        return Execution(*fields)
 
     def to(self, device: torch.device | str) -> Execution:
         return Execution(*(t.to(device) for t in (self.outputs, self.output_lengths, self.status, self.steps)))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
+import functools
 from dataclasses import dataclass
 
 import torch
 
-from synthenv.engines import native
+from synthenv import native_build
 from synthenv.execution import Execution
 from synthenv.language import Status
 from synthenv.tasks import Task
@@ -14,6 +16,8 @@ from synthenv.tasks import Task
 CORRECT_BONUS = 2.0
 LENGTH_BONUS = 1.0  # success-rate setting: always the full bonus
 FAILURE_REWARD = -2.0
+SCORERS = ("auto", "torch", "native")
+"""Implementations of ``score_outputs`` (its ``impl``)."""
 
 
 @dataclass(frozen=True)
@@ -48,13 +52,13 @@ def score_outputs(execution: Execution, task: Task, impl: str = "auto") -> Score
     ``impl``: ``"torch"`` (batched tensor ops, any device), ``"native"`` (the same arithmetic
     in C, one program per thread, CPU tensors) or ``"auto"`` (native on the CPU when the C
     kernel builds). On a CPU, a dozen float64 passes over ``[N, K, O]`` cost as much as
-    running the programs; tests/test_scoring.py checks the two agree.
+    running the programs (``scoring.c``); tests/test_scoring.py checks the two agree.
     """
-    if impl not in ("auto", "torch", "native"):
+    if impl not in SCORERS:
         raise ValueError(f"impl must be 'auto', 'torch' or 'native', got {impl!r}")
     on_cpu = execution.outputs.device.type == "cpu"
-    if impl == "native" or (impl == "auto" and on_cpu and native.is_available()):
-        return Scores(*native.score_outputs(execution, task))
+    if impl == "native" or (impl == "auto" and on_cpu and native_build.is_available()):
+        return _score_native(execution, task)
     return _score_torch(execution, task)
 
 
@@ -88,3 +92,34 @@ def _score_torch(execution: Execution, task: Task) -> Scores:
         ok & exact,
         execution.program_status,
     )
+
+
+def _score_native(execution: Execution, task: Task, num_threads: int = 0) -> Scores:
+    """The reward in C (``scoring.c``), one program per thread, for CPU tensors."""
+    if execution.outputs.device.type != "cpu":
+        raise ValueError(f"impl='native' scores CPU tensors, got an execution on {execution.outputs.device}; "
+                         "use impl='torch' or 'auto'")
+    cases = task.tensors("cpu")
+    # Named locals keep converted copies alive while the C code reads them.
+    outputs = execution.outputs.to(torch.int32).contiguous()  # [N, K, O]
+    lengths = execution.output_lengths.to(torch.int32).contiguous()  # [N, K]
+    status = execution.status.to(torch.int8).contiguous()  # [N, K]
+    num_programs, num_cases, num_outputs = outputs.shape
+    if num_outputs < cases.expected.shape[1]:
+        raise ValueError(f"execution keeps {num_outputs} outputs per case, the task needs {cases.expected.shape[1]}")
+    scores = Scores(torch.empty(num_programs, dtype=torch.float64), torch.empty(num_programs, dtype=torch.bool),
+                    torch.empty((num_programs, num_cases), dtype=torch.float64),
+                    torch.empty((num_programs, num_cases), dtype=torch.bool),
+                    torch.empty(num_programs, dtype=torch.int8))
+    _native_score()(
+        outputs.data_ptr(), lengths.data_ptr(), status.data_ptr(), num_programs, num_cases, num_outputs,
+        cases.expected.data_ptr(), cases.expected_lengths.data_ptr(), cases.expected.shape[1], task.base,
+        *(t.data_ptr() for t in (scores.rewards, scores.solved, scores.case_rewards, scores.case_correct,
+                                 scores.program_status)), num_threads)
+    return scores
+
+
+@functools.lru_cache(maxsize=1)
+def _native_score():
+    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+    return native_build.bind("synthenv_score", [p, p, p, i64, i64, i64, p, p, i64, i32, p, p, p, p, p, i32], None)

@@ -13,6 +13,11 @@ from synthenv.language import COMMANDS, DEFAULT_MAX_STEPS, Status
 
 Case = tuple[tuple[int, ...], tuple[int, ...]]
 
+MAX_BASE = 2**31
+"""Largest cell base: every engine keeps cells in int32, so values must stay below 2**31."""
+MAX_STEPS = 2**31 - 1
+"""Largest step limit: step counts are int32 in the IR, the kernels and ``Execution.steps``."""
+
 
 @dataclass(frozen=True)
 class CaseTensors:
@@ -35,8 +40,10 @@ class Task:
     Attributes:
         name: registry name, e.g. ``"reverse"``.
         cases: ``((inputs, expected_output), ...)``, tuples of ints.
-        base: cells hold integers in ``[0, base)``; inputs and outputs must lie in that range.
-        max_steps: a run fails once its raw step count reaches this (PQT: 5000).
+        base: cells hold integers in ``[0, base)``; inputs and outputs must lie in that range;
+            2 <= base <= ``MAX_BASE`` (2**31).
+        max_steps: a run fails once its raw step count reaches this (PQT: 5000); at most
+            ``MAX_STEPS`` (2**31 - 1).
         strict_syntax: programs with unmatched brackets fail with ``syntax_error`` instead of
             treating those brackets as no-ops (PQT's default is False).
         solution: a known BF solution, when there is one.
@@ -53,10 +60,13 @@ class Task:
     _tensor_cache: dict = field(default_factory=dict, init=False, compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.base, int) or self.base < 2:
-            raise ValueError(f"base must be an int >= 2, got {self.base!r}")
-        if not isinstance(self.max_steps, int) or self.max_steps < 1:
-            raise ValueError(f"max_steps must be a positive int, got {self.max_steps!r}")
+        if not isinstance(self.base, int) or isinstance(self.base, bool) or not 2 <= self.base <= MAX_BASE:
+            raise ValueError(f"base must be an int in [2, {MAX_BASE}] (cells are int32 in every engine), got "
+                             f"{self.base!r}")
+        if (not isinstance(self.max_steps, int) or isinstance(self.max_steps, bool)
+                or not 1 <= self.max_steps <= MAX_STEPS):
+            raise ValueError(f"max_steps must be an int in [1, {MAX_STEPS}] (step counts are int32 in every engine), "
+                             f"got {self.max_steps!r}")
         cases = tuple(_as_case(case, self.base, i) for i, case in enumerate(self.cases))
         if not cases:
             raise ValueError(f"task {self.name!r} needs at least one (input, output) case")

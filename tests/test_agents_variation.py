@@ -159,3 +159,28 @@ def test_the_edit_policy_scores_random_edits_finitely():
     edits = random_edits(gens, parents, max_edits=3)
     log_probs = edit_log_probs(policy(parents, torch.zeros(1, 200, 9)), edits)
     assert torch.isfinite(log_probs).all() and (log_probs > -100).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_c_operators_equal_the_torch_ones(seed):
+    """agents/variation.c (CPU fast path) and the torch passes (what a GPU runs) agree element for element."""
+    from synthenv import native_build
+
+    if not native_build.is_available():
+        pytest.skip(f"no C compiler here: {native_build.unavailable_reason()}")
+    gens = _generators(2, seed)
+    parents = random_programs(gens, (300,), 12, 12, CPU)
+    parents[:, :10] = 0
+    parents[:, 10:20] = random_programs(gens, (10,), 12, 12, CPU).clamp(min=1)  # full programs
+    edits = random_edits(gens, parents, max_edits=4)
+    same_position = edits.positions.clone()
+    same_position[..., 1] = same_position[..., 0]  # two edits at one position: a window
+    for e in (edits, Edits(same_position, edits.kinds, edits.tokens, edits.active)):
+        assert torch.equal(apply_edits(parents, e, impl="native"), apply_edits(parents, e, impl="torch"))
+    seconds = random_programs(gens, (300,), 12, 12, CPU)
+    state = [g.get_state() for g in gens]
+    native = splice(gens, parents, seconds, impl="native")
+    for g, s in zip(gens, state):
+        g.set_state(s)
+    assert torch.equal(native, splice(gens, parents, seconds, impl="torch"))
+    assert torch.equal(row_hashes(parents, impl="native"), row_hashes(parents, impl="torch"))

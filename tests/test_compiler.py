@@ -3,7 +3,6 @@ idempotence and never-larger output (STYLE §13), plus the no-host-sync contract
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 
 import pytest
@@ -13,12 +12,13 @@ from hypothesis import strategies as st
 
 from strategies import idiom_programs, loop_heavy_programs, uniform_programs
 from synthenv import reference, workloads
-from synthenv.compilers.traditional import TraditionalCompiler, lex, match_brackets
+from synthenv.compilers.traditional import TraditionalCompiler, compile_native, lex, match_brackets
 from synthenv.ir import Op, decompile, equal
 from synthenv.language import Status, decode_batch, encode_batch
+from synthenv.testing.syncguard import forbid_host_sync
 
 CONFIGS = [TraditionalCompiler(fold=f, counted_loops=c, impl="torch") for f, c in itertools.product([False, True], repeat=2)]
-CONFIGS.append(TraditionalCompiler(impl="native"))  # the same passes in C (tests/test_native_engine.py: same IR)
+CONFIGS.append(TraditionalCompiler(impl="native"))  # the same passes in C (traditional.c; same IR, tested below)
 CONFIG_IDS = [f"{c.impl},fold={c.fold},counted={c.counted_loops}" for c in CONFIGS]
 TORCH = TraditionalCompiler(impl="torch")
 
@@ -123,28 +123,10 @@ def test_pass_never_makes_programs_larger(compiler):
         assert (program.num_ops < plain.num_ops)[foldable].all()
 
 
-@contextlib.contextmanager
-def forbid_host_sync():
-    """Make every host-synchronising tensor method raise while the block runs."""
-    names = ["item", "tolist", "__bool__", "nonzero", "cpu", "numpy", "__int__", "__float__"]
-    saved = {n: getattr(torch.Tensor, n) for n in names}
-
-    def refuse(name):
-        def method(*args, **kwargs):
-            raise AssertionError(f"host sync: Tensor.{name} called on the step path")
-        return method
-
-    try:
-        for n in names:
-            setattr(torch.Tensor, n, refuse(n))
-        yield
-    finally:
-        for n, m in saved.items():
-            setattr(torch.Tensor, n, m)
-
-
 def test_compile_makes_no_host_sync():
+    """The data-parallel passes (what a GPU runs) under synthenv.testing.syncguard (tests/test_sync.py)."""
     tokens = workloads.make("uniform", 64, seed=4)
+    TORCH.compile(tokens)  # lookup tables are built once per device
     with forbid_host_sync():
         program = TORCH.compile(tokens)
     assert program.num_programs == 64
@@ -163,3 +145,28 @@ def test_compile_rejects_wrong_rank_and_bad_options():
 def test_auto_picks_the_c_passes_on_cpu_and_they_agree():
     tokens = workloads.make("uniform", 200, seed=5)
     assert equal(TraditionalCompiler().compile(tokens), TORCH.compile(tokens)).all()
+
+
+@pytest.mark.parametrize("workload", ["uniform", "loop_heavy", "near"])
+def test_c_compiler_emits_exactly_the_traditional_ir(workload):
+    tokens = workloads.make(workload, 3000, seed=21)
+    got, want = compile_native(tokens), TORCH.compile(tokens)
+    assert bool(equal(got, want).all())
+    assert torch.equal(got.num_ops, want.num_ops)
+
+
+@given(st.lists(st.one_of(uniform_programs, loop_heavy_programs, idiom_programs), min_size=1, max_size=16),
+       st.integers(0, 3))
+def test_c_compiler_on_generated_programs(programs, threads):
+    tokens = encode_batch(programs, 100)
+    got, want = compile_native(tokens, num_threads=threads), TORCH.compile(tokens)
+    assert bool(equal(got, want).all()) and torch.equal(got.num_ops, want.num_ops)
+
+
+def test_c_compiler_edge_cases():
+    for tokens in (encode_batch(["", "[", "]", "[]", "]][[", "[[]]", "<<>>[<<>>-]", "+[-]>[+[-]]", "_+"], 12),
+                   torch.zeros((3, 0), dtype=torch.int64), torch.zeros((0, 7), dtype=torch.int64)):
+        got, want = compile_native(tokens), TORCH.compile(tokens)
+        assert bool(equal(got, want).all()) and torch.equal(got.num_ops, want.num_ops)
+    with pytest.raises(ValueError, match=r"\[N, L\]"):
+        compile_native(torch.zeros(5, dtype=torch.int64))

@@ -3,8 +3,11 @@
 Programs: uniform random 100-token programs, loop-heavy ones, mutations of known solutions,
 every task's solution, and hypothesis-generated programs; tasks with bases 2, 27 and 256,
 short step limits (so runs trip the limit inside folded ops and counted loops) and strict
-syntax. Compared: rewards (1e-6), solved flags and program status always; per case, status
-and, for ok cases, outputs, output lengths and raw steps.
+syntax. Compared: rewards (1e-6), solved flags and program status always; per case, the whole
+``Execution`` (status, outputs, output lengths, raw steps), field for field, against what the
+oracle gives under the execution contract (synthenv/execution.py), so every engine gives the
+same per-case result as every other, early abort included (``test_engines_agree_case_by_case``
+compares them with each other directly).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from hypothesis import strategies as st
 from strategies import idiom_programs, loop_heavy_programs, uniform_programs
 from synthenv import compilers, engines, reference, tasks, workloads
 from synthenv.compilers.traditional import TraditionalCompiler
+from synthenv.engines.cuda import CudaEngine
+from synthenv.naive import run_naive
 from synthenv.language import Status, decode_batch, encode_batch
 from synthenv.pipeline import Evaluator
 
@@ -76,27 +81,37 @@ def evaluate(backend: str, engine: str, programs, task, early_abort: bool = True
     return evaluator(encode_batch(list(programs), 100), task)
 
 
+def expected_cases(programs, task_name, early_abort: bool, num_outputs: int):
+    """Per program and case ``(status, steps, output length, outputs)`` as the contract derives
+    them from the oracle: after a program's first failure (with early abort) ``ABORTED`` and
+    zeros; a failed case keeps only its status and steps; an ok case everything, outputs cut
+    to ``num_outputs`` and zero-padded."""
+    expected = []
+    for runs in oracle_runs(tuple(programs), task_name):
+        row, failed = [], False
+        for run in runs:
+            if failed and early_abort:
+                row.append((Status.ABORTED, 0, 0, [0] * num_outputs))
+            elif run.status != Status.OK:
+                row.append((run.status, run.steps, 0, [0] * num_outputs))
+            else:
+                kept = list(run.output[:num_outputs])
+                row.append((run.status, run.steps, len(run.output), kept + [0] * (num_outputs - len(kept))))
+            failed |= run.status != Status.OK
+        expected.append(row)
+    return expected
+
+
 def assert_cases_match(programs, task_name, execution, early_abort: bool):
-    """Per case: status (ABORTED allowed only in failed programs), ok outputs and steps exact."""
+    """Every field of every case equals the contract's result from the oracle."""
     task = VARIANTS[task_name]
     status, steps = execution.status.tolist(), execution.steps.tolist()
     lengths, outputs = execution.output_lengths.tolist(), execution.outputs.tolist()
-    for i, runs in enumerate(oracle_runs(tuple(programs), task_name)):
-        failed = any(r.status != Status.OK for r in runs)
-        for k, want in enumerate(runs):
-            got = status[i][k]
-            where = f"program {i} {programs[i]!r}, case {k} {task.cases[k][0]}"
-            if got == Status.ABORTED:
-                assert early_abort and failed, where
-                continue
-            assert got == want.status, where
-            if want.status == Status.OK:
-                assert steps[i][k] == want.steps, where
-                assert lengths[i][k] == len(want.output), where
-                kept = min(len(want.output), len(outputs[i][k]))
-                assert tuple(outputs[i][k][:kept]) == want.output[:kept], where
-            elif want.status == Status.STEP_LIMIT:
-                assert steps[i][k] == task.max_steps, where
+    expected = expected_cases(programs, task_name, early_abort, execution.outputs.shape[2])
+    for i, row in enumerate(expected):
+        for k, want in enumerate(row):
+            where = f"program {i} {programs[i]!r}, case {k} {task.cases[k][0]}, early_abort={early_abort}"
+            assert (status[i][k], steps[i][k], lengths[i][k], outputs[i][k]) == want, where
 
 
 def assert_scores_match(programs, task_name, scores):
@@ -121,12 +136,39 @@ def test_every_backend_is_covered():
 @pytest.mark.parametrize("task_name", list(VARIANTS))
 @pytest.mark.parametrize("workload", ["uniform", "loop_heavy", "near"])
 def test_per_case_results_match_the_oracle(backend, engine, task_name, workload):
-    num = {"torch": 80, "reference": 60}.get(engine, 300)  # the torch engine and the cpu pipeline are slow
+    num = {"torch": 50, "reference": 60}.get(engine, 300)  # the torch engine and the cpu pipeline are slow
     programs = sample(workload, num, seed=sum(map(ord, task_name + workload)))
-    for early_abort in (False, True) if engine != "torch" else (False,):  # lockstep never aborts early
+    for early_abort in (False, True):
         execution, scores = evaluate(backend, engine, programs, VARIANTS[task_name], early_abort)
         assert_cases_match(programs, task_name, execution, early_abort)
         assert_scores_match(programs, task_name, scores)
+
+
+def run_everywhere(programs, task, early_abort):
+    """The same programs through every exact pipeline available here: name -> Execution."""
+    tokens = encode_batch(list(programs), 100)
+    runs = {f"{b}-{e}": evaluate(b, e, programs, task, early_abort)[0] for b, e in COMBOS}
+    if "native" in CPU_ENGINES:
+        runs["naive"] = run_naive(tokens, task, early_abort=early_abort)
+    if CudaEngine().available("cuda"):
+        runs["traditional-cuda"] = Evaluator(TraditionalCompiler(), engines.get("cuda"), early_abort)(
+            tokens.cuda(), task)[0].to("cpu")
+    return runs
+
+
+@pytest.mark.parametrize("early_abort", [False, True])
+@pytest.mark.parametrize("task_name", ["reverse-short", "count-char-strict", "bool-logic"])
+def test_engines_agree_case_by_case(task_name, early_abort):
+    """Per case, every engine gives the same Execution as every other: statuses, outputs, output
+    lengths and steps, early abort included (the torch engine runs every case and applies it
+    afterwards; native stops at the first failure; cuda runs cases in parallel)."""
+    programs = sample("loop_heavy", 40, seed=len(task_name)) + sample("uniform", 20, seed=3) + sample("near", 20, seed=4)
+    runs = run_everywhere(programs, VARIANTS[task_name], early_abort)
+    (first, reference_run), *others = runs.items()
+    assert len(runs) >= 2
+    for name, run in others:
+        for field in ("status", "steps", "output_lengths", "outputs"):
+            assert torch.equal(getattr(run, field), getattr(reference_run, field)), f"{name} vs {first}: {field}"
 
 
 @pytest.mark.parametrize("backend, engine", COMBOS, ids=COMBO_IDS)

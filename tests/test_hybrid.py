@@ -13,6 +13,7 @@ from synthenv.compilers.traditional import TraditionalCompiler
 from synthenv.language import decode_batch, encode_batch
 from synthenv.pipeline import Evaluator
 from synthenv.scoring import score_outputs
+from synthenv.audit import AuditStats
 from synthenv.verify import AuditConfig, clopper_pearson_upper
 
 TASKS = ("reverse", "add", "print-hello", "echo-twice")
@@ -69,13 +70,16 @@ def test_registered_and_used_by_the_evaluator(engine):
     assert not isinstance(hybrid, compilers.Pipeline)
     evaluator = Evaluator.create("hybrid", "auto")
     hybrid = evaluator.backend  # each get() builds a fresh instance with its own audit state
-    assert isinstance(hybrid, HybridCompiler) and hybrid.steps == 0
+    assert isinstance(hybrid, HybridCompiler) and hybrid.audit.steps == 0
+    assert evaluator.audit is hybrid.audit  # the pipeline's audit stage
     tokens = encode_batch([",[>,]+[,<.]", ",[>,]<[.<]", "+."], 20)
-    execution, scores = evaluator(tokens, task_registry.get("reverse"))
-    assert hybrid.steps == 1
-    assert scores.solved.tolist() == [True, False, False]
+    evaluation = evaluator.evaluate(tokens, task_registry.get("reverse"))
+    assert hybrid.audit.steps == 1 and evaluation.audit == hybrid.audit.stats
+    assert isinstance(evaluation.audit, AuditStats) and evaluation.audit.audited >= 1  # the solved one, at least
+    assert evaluation.scores.solved.tolist() == [True, False, False]
     assert evaluator.execute(tokens, task_registry.get("reverse")).status.shape == (3, 16)
-    assert hybrid.steps == 2  # execute() audits too
+    assert hybrid.audit.steps == 2  # execute() audits too
+    assert Evaluator.create("traditional", "auto").audit is None
 
 
 def test_no_mismatch_on_solved_programs(neural, engine):
@@ -99,7 +103,7 @@ def test_no_mismatch_on_solved_programs(neural, engine):
                 assert reference.score_program(code, task.cases, task.base, task.max_steps).solved
                 oracle_checked += 1
     assert checked_solved > 4000 and oracle_checked > 0
-    assert hybrid.monitor.total_trials > 0
+    assert hybrid.audit.monitor.total_trials > 0
 
 
 @pytest.mark.parametrize("to_solved, to_wrong", [(0.05, 0.05), (0.3, 0.0), (0.0, 0.2)])
@@ -123,14 +127,14 @@ def test_injected_miscompiles_never_reach_a_solution(neural, engine, to_solved, 
         assert not (corrupt.corrupted & scores.solved & ~expected.solved).any()
     stats = hybrid.stats
     rate = corrupted_total / programs  # about to_solved + to_wrong, less the programs already equal to the IR
-    assert stats["verify/corrected_total"] > 0
-    assert stats["verify/sampled_miscompiles"] > 0
+    assert stats.corrected_total > 0
+    assert stats.sampled_miscompiles > 0
     # The bound is an upper bound on the observed sample rate, which is near the injected rate.
-    observed = stats["verify/sampled_miscompiles"] / stats["verify/sampled"]
-    assert stats["verify/miscompile_bound"] >= observed
+    observed = stats.sampled_miscompiles / stats.sampled
+    assert stats.miscompile_bound >= observed
     assert abs(observed - rate) < 0.03
-    assert stats["verify/bound_met"] == 0.0
-    assert hybrid.rate == 1.0  # far above epsilon: audit everything allowed
+    assert not stats.bound_met
+    assert hybrid.audit.rate == stats.audit_rate == 1.0  # far above epsilon: audit everything allowed
     assert corrupted_total > 0
 
 
@@ -144,7 +148,7 @@ def test_missed_low_reward_miscompiles_are_bounded_not_hidden(neural, engine):
     tokens = workloads.near(3000, 100, torch.Generator().manual_seed(4), task_names=["reverse"])
     _, scores = hybrid.evaluate(tokens, task, engine)
     assert torch.equal(scores.rewards, truth(tokens, task, engine).rewards)
-    assert hybrid.corrected == int(corrupt.corrupted.sum())
+    assert hybrid.stats.corrected == hybrid.stats.corrected_total == int(corrupt.corrupted.sum())
 
 
 def test_bound_falls_and_rate_adapts_with_a_correct_compiler(neural, engine):
@@ -155,19 +159,19 @@ def test_bound_falls_and_rate_adapts_with_a_correct_compiler(neural, engine):
     for step in range(8):
         tokens = workloads.make("uniform", 500, 100, seed=step)
         hybrid.evaluate(tokens, task, engine)
-        bounds.append(hybrid.stats["verify/miscompile_bound"])
-        rates.append(hybrid.rate)
-    assert hybrid.monitor.total_failures == 0
+        bounds.append(hybrid.stats.miscompile_bound)
+        rates.append(hybrid.stats.audit_rate)
+    assert hybrid.audit.monitor.total_failures == 0
     assert all(a >= b for a, b in zip(bounds, bounds[1:]))  # no failures: the bound only falls
-    assert bounds[-1] == pytest.approx(clopper_pearson_upper(0, hybrid.monitor.trials, 0.05))
-    assert bounds[-1] <= 0.01 and hybrid.stats["verify/bound_met"] == 1.0
+    assert bounds[-1] == pytest.approx(clopper_pearson_upper(0, hybrid.audit.monitor.trials, 0.05))
+    assert bounds[-1] <= 0.01 and hybrid.stats.bound_met
     assert rates[0] == pytest.approx(299 / (500 * 2))  # 299 samples needed for epsilon = 1 %
     assert rates[-1] == 0.02  # enough evidence: down to the floor
 
 
 def test_stats_and_tensorboard(neural, engine):
     hybrid = HybridCompiler(neural=neural)
-    assert hybrid.stats["verify/miscompile_bound"] == 1.0  # nothing sampled yet
+    assert hybrid.stats.miscompile_bound == 1.0  # nothing sampled yet
     hybrid.evaluate(workloads.make("uniform", 200, 50, seed=0), task_registry.get("add"), engine)
 
     class Writer:
@@ -178,16 +182,17 @@ def test_stats_and_tensorboard(neural, engine):
             self.rows.append((tag, value, step))
 
     writer = Writer()
-    hybrid.write_stats(writer, 7)
+    hybrid.stats.write(writer, 7)
     tags = {tag for tag, _, _ in writer.rows}
-    assert {"verify/miscompile_bound", "verify/audit_rate", "verify/sampled"} <= tags
+    assert {"verify/miscompile_bound", "verify/audit_rate", "verify/sampled", "verify/corrected_total"} <= tags
     assert all(isinstance(v, float) and step == 7 for _, v, step in writer.rows)
+    assert dict((t, v) for t, v, _ in writer.rows) == hybrid.stats.as_scalars()
 
 
 def test_empty_batch(neural, engine):
     hybrid = HybridCompiler(neural=neural)
     execution, scores = hybrid.evaluate(torch.zeros((0, 10), dtype=torch.int64), task_registry.get("add"), engine)
-    assert scores.rewards.shape == (0,) and hybrid.steps == 0 and hybrid.monitor.total_trials == 0
+    assert scores.rewards.shape == (0,) and hybrid.audit.steps == 0 and hybrid.audit.monitor.total_trials == 0
 
 
 def test_score_api_with_hybrid():
@@ -200,8 +205,27 @@ def test_env_info_carries_the_audit_statistics():
     from synthenv.env import SynthVecEnv
 
     env = SynthVecEnv("reverse", num_envs=32, backend="hybrid", max_len=20, seed=0)
+    assert env.audit_stats() == AuditStats(epsilon=0.001, delta=0.05)  # nothing audited yet
     env.reset(seed=0)
     _, _, _, _, info = env.step(env.sample_actions())
-    assert 0.0 <= info["verify/miscompile_bound"] <= 1.0 and info["verify/sampled"] > 0
+    stats = info["audit"]
+    assert isinstance(stats, AuditStats) and stats == env.audit_stats()
+    assert 0.0 <= stats.miscompile_bound <= 1.0 and stats.sampled > 0 and stats.steps == 1
+    assert stats.as_scalars()["verify/sampled"] == float(stats.sampled)
     other = SynthVecEnv("reverse", num_envs=8, backend="hybrid", max_len=20, seed=0)
     assert other.evaluator.backend is not env.evaluator.backend  # each env keeps its own audit
+    assert "audit" not in SynthVecEnv("reverse", num_envs=2, max_len=5).reset(seed=0)[1]
+    plain = SynthVecEnv("reverse", num_envs=2, max_len=5)
+    plain.reset(seed=0)
+    assert "audit" not in plain.step(plain.sample_actions())[4] and plain.audit_stats() is None
+
+
+def test_single_env_with_the_hybrid_steps_and_reports_the_audit():
+    """SynthEnv(backend="hybrid") used to crash on its first step (value[0] on a float stat)."""
+    from synthenv.env import SynthEnv
+
+    env = SynthEnv("reverse", backend="hybrid", max_len=4)
+    env.reset(seed=0)
+    for token in (8, 7, 0):  # ",." then EOS: the program ends and is scored (and audited)
+        _, _, terminated, _, info = env.step(token)
+    assert terminated and isinstance(info["audit"], AuditStats) and info["audit"].steps >= 1

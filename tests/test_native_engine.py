@@ -1,6 +1,7 @@
-"""The native engine (kernel.c through the C compiler): exactness against the oracle and the
-torch engine, early abort, dynamic hang detection, counted-loop arithmetic, the build cache,
-the fallback when no compiler exists, and the naive reference interpreter."""
+"""The native engine (vm.h through native.c and the C compiler): exactness against the oracle and
+the torch engine, early abort, dynamic hang detection, counted-loop arithmetic (the VM's against
+the torch engine's closed form), the fallback when no compiler exists, and the naive reference
+interpreter. The build cache: tests/test_native_build.py; the C compile passes: tests/test_compiler.py."""
 
 from __future__ import annotations
 
@@ -10,15 +11,14 @@ import warnings
 
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
-from strategies import idiom_programs, loop_heavy_programs, uniform_programs
 
 import synthenv
 from synthenv.compilers.traditional import TraditionalCompiler
-from synthenv import compilers, engines, ir, reference, tasks, workloads
+from synthenv import compilers, engines, native_build, reference, tasks, workloads
 from synthenv.engines import common, native
-from synthenv.engines.native import NativeBuildError, NativeEngine
+from synthenv.engines.native import NativeEngine
+from synthenv.naive import run_naive
+from synthenv.native_build import NativeBuildError
 from synthenv.engines.torch_engine import TorchEngine
 from synthenv.ir import Program
 from synthenv.language import Status, decode_batch, encode_batch
@@ -47,8 +47,14 @@ def run_native(programs, task, early_abort=False, num_outputs=None, num_threads=
     return NativeEngine(num_threads=num_threads).run(program, task, num_outputs, early_abort)
 
 
+def run_raw(programs, task):
+    """The kernel's result with failed cases keeping what they printed (how far a hang ran)."""
+    return NativeEngine().run_raw(COMPILER.compile(encode_batch(list(programs), 100)), task, keep_failed=True)
+
+
 def assert_matches_oracle(programs, task, execution):
-    """Every case: status; steps (max_steps on STEP_LIMIT, 0 on SYNTAX_ERROR); ok outputs."""
+    """Every case: status; steps (max_steps on STEP_LIMIT, 0 on SYNTAX_ERROR); ok outputs;
+    failed cases print nothing (the contract, synthenv/execution.py)."""
     status, steps = execution.status.tolist(), execution.steps.tolist()
     lengths, outputs = execution.output_lengths.tolist(), execution.outputs.tolist()
     for i, code in enumerate(programs):
@@ -61,6 +67,8 @@ def assert_matches_oracle(programs, task, execution):
                 assert lengths[i][k] == len(want.output), where
                 kept = min(len(want.output), len(outputs[i][k]))
                 assert tuple(outputs[i][k][:kept]) == want.output[:kept], where
+            else:
+                assert lengths[i][k] == 0 and not any(outputs[i][k]), where
 
 
 @pytest.mark.parametrize("task_name", list(TASKS))
@@ -73,21 +81,21 @@ def test_every_case_matches_the_oracle(workload, task_name):
 
 
 def assert_same_results(a, b):
-    """Identical statuses and steps everywhere; identical outputs where the case is ok."""
-    assert torch.equal(a.status, b.status)
-    assert torch.equal(a.steps, b.steps)
-    ok = a.status == Status.OK
-    assert torch.equal(a.output_lengths[ok], b.output_lengths[ok])
-    assert torch.equal(a.outputs[ok], b.outputs[ok])
+    """The same Execution, every field of every case (the contract leaves nothing engine-specific)."""
+    for name in ("outputs", "output_lengths", "status", "steps"):
+        assert torch.equal(getattr(a, name), getattr(b, name)), name
 
 
+@pytest.mark.parametrize("early_abort", [False, True])
 @pytest.mark.parametrize("workload", WORKLOADS)
-def test_matches_the_torch_engine_at_the_full_step_limit(workload):
-    """The torch engine has no dynamic hang detection, so this also shows the rule changes no result."""
+def test_matches_the_torch_engine_at_the_full_step_limit(workload, early_abort):
+    """The torch engine has no dynamic hang detection and never stops early, so this also shows
+    that neither the hang rule nor early abort changes a result."""
     tokens = workloads.make(workload, 100, seed=5)
     program = COMPILER.compile(tokens)
     task = tasks.get("reverse")
-    assert_same_results(NativeEngine().run(program, task), TorchEngine().run(program, task))
+    assert_same_results(NativeEngine().run(program, task, early_abort=early_abort),
+                        TorchEngine().run(program, task, early_abort=early_abort))
 
 
 def test_thread_count_does_not_change_results():
@@ -113,6 +121,9 @@ def test_early_abort_only_aborts_failed_programs_and_keeps_ok_cases_exact(worklo
         assert torch.equal(getattr(fast, name)[ok], getattr(full, name)[ok])
     assert torch.equal(full.status[failing], fast.status[failing])
     assert torch.equal(full.program_status, fast.program_status)
+    assert not fast.outputs[aborted].any() and not fast.output_lengths[aborted].any() and not fast.steps[aborted].any()
+    for name in ("outputs", "output_lengths", "status", "steps"):  # the full run brought to the contract
+        assert torch.equal(getattr(fast, name), getattr(full.canonical(early_abort=True), name)), name
     assert torch.equal(score_outputs(full, task).rewards, score_outputs(fast, task).rewards)
     # Cases run in order: everything after the first failing case is aborted, nothing before it.
     first = torch.where(failing.any(1), failing.int().argmax(1), task.num_cases)  # [N]
@@ -130,8 +141,8 @@ def test_innermost_loops_that_change_nothing_are_proven_hangs(code):
     execution = run_native([code], task)
     assert_matches_oracle([code], task, execution)
     assert (execution.status == Status.STEP_LIMIT).all()
-    if "." in code and "," not in code:  # how far it ran shows in the output count (not in the contract)
-        assert int(execution.output_lengths.max()) <= 4 * code.count(".")
+    if "." in code and "," not in code:  # how far it ran shows in the raw output count (not in the contract)
+        assert 0 < int(run_raw([code], task).output_lengths.max()) <= 4 * code.count(".")
 
 
 def test_a_full_write_log_skips_the_check_instead_of_guessing():
@@ -146,7 +157,8 @@ def test_a_full_write_log_skips_the_check_instead_of_guessing():
     assert_matches_oracle(programs, task, execution)
     assert (execution.status[0] == Status.OK).all() and (execution.output_lengths[0] == 3).all()
     assert (execution.status[1:] == Status.STEP_LIMIT).all()
-    assert (execution.output_lengths[1] == 1).all() and (execution.output_lengths[2] > 20).all()
+    raw = run_raw(programs, task)  # failed cases keep their output count: how far each ran
+    assert (raw.output_lengths[1] == 1).all() and (raw.output_lengths[2] > 20).all()
 
 
 def test_reading_input_is_progress_until_the_input_runs_out():
@@ -156,45 +168,34 @@ def test_reading_input_is_progress_until_the_input_runs_out():
     assert_matches_oracle(programs, task, run_native(programs, task))
 
 
+def closed_form(deltas, values, base):
+    """The torch engine's counted-loop iterations (engines/common.py) for pairs of ints."""
+    deltas, values = torch.tensor(deltas, dtype=torch.int64), torch.tensor(values, dtype=torch.int64)
+    return common.loop_iterations(common.loop_solver(deltas, base), values, base).tolist()
+
+
+def brute_force(d, v, base):
+    return next((t for t in range(1, base + 1) if (v + t * d) % base == 0), 0)
+
+
 @pytest.mark.parametrize("base", [2, 3, 10, 20, 27, 256])
-def test_loop_iterations_match_the_table(base):
-    table = common.loop_iterations(base, torch.device("cpu")).tolist()  # [d, v]
-    for d in range(-base, base):
-        for v in range(1, base):
-            assert native.loop_iterations(d, v, base) == table[d % base][v], (d, v, base)
+def test_loop_iterations_closed_form_equals_the_vm_and_brute_force(base):
+    pairs = [(d, v) for d in range(-base, base) for v in range(1, base)]
+    torch_form = closed_form([d for d, _ in pairs], [v for _, v in pairs], base)
+    for (d, v), t in zip(pairs, torch_form):
+        assert native.loop_iterations(d, v, base) == t == brute_force(d, v, base), (d, v, base)
 
 
-def test_loop_iterations_for_large_bases():
-    base = 2**31 - 1  # prime: every d != 0 has an inverse
-    for d, v in [(1, 5), (-1, 5), (3, 7), (123456789, 987654321), (base - 2, 1)]:
-        assert native.loop_iterations(d, v, base) == (-v * pow(d, -1, base)) % base
-    assert native.loop_iterations(6, 3, 512) == 0  # gcd 2 does not divide 509
-    assert native.loop_iterations(6, 2, 512) == 85  # 2 + 85 * 6 = 512
-
-
-@pytest.mark.parametrize("workload", WORKLOADS)
-def test_c_compiler_emits_exactly_the_traditional_ir(workload):
-    tokens = workloads.make(workload, 3000, seed=21)
-    got, want = native.compile_tokens(tokens), COMPILER.compile(tokens)
-    assert bool(ir.equal(got, want).all())
-    assert torch.equal(got.num_ops, want.num_ops)
-
-
-@given(st.lists(st.one_of(uniform_programs, loop_heavy_programs, idiom_programs), min_size=1, max_size=16),
-       st.integers(0, 3))
-def test_c_compiler_on_generated_programs(programs, threads):
-    tokens = encode_batch(programs, 100)
-    got, want = native.compile_tokens(tokens, num_threads=threads), COMPILER.compile(tokens)
-    assert bool(ir.equal(got, want).all()) and torch.equal(got.num_ops, want.num_ops)
-
-
-def test_c_compiler_edge_cases():
-    for tokens in (encode_batch(["", "[", "]", "[]", "]][[", "[[]]", "<<>>[<<>>-]", "+[-]>[+[-]]", "_+"], 12),
-                   torch.zeros((3, 0), dtype=torch.int64), torch.zeros((0, 7), dtype=torch.int64)):
-        got, want = native.compile_tokens(tokens), COMPILER.compile(tokens)
-        assert bool(ir.equal(got, want).all()) and torch.equal(got.num_ops, want.num_ops)
-    with pytest.raises(ValueError, match=r"\[N, L\]"):
-        native.compile_tokens(torch.zeros(5, dtype=torch.int64))
+@pytest.mark.parametrize("base", [2**31 - 1, 100_000, 2**31 - 2])
+def test_loop_iterations_for_large_bases(base):
+    pairs = [(1, 5), (-1, 5), (3, 7), (123456789, 98765), (base - 2, 1), (6, 3), (6, 2), (0, 9), (base, 4)]
+    torch_form = closed_form([d for d, _ in pairs], [v for _, v in pairs], base)
+    for (d, v), t in zip(pairs, torch_form):
+        assert native.loop_iterations(d, v, base) == t, (d, v, base)
+        assert t == 0 or (v + t * d) % base == 0
+    if base == 2**31 - 1:  # prime: every d != 0 has an inverse
+        assert torch_form[:5] == [(-v * pow(d, -1, base)) % base for d, v in pairs[:5]]
+    assert closed_form([6, 6], [3, 2], 512) == [0, 85]  # gcd 2 does not divide 509; 2 + 85 * 6 = 512
 
 
 def test_outputs_keep_the_first_values_and_count_all():
@@ -222,41 +223,13 @@ def test_wrong_device_errors_are_clear():
         engines.select("native", torch.device("cuda"))
 
 
-def test_builds_are_cached_by_source_compiler_and_flags(tmp_path, monkeypatch):
-    monkeypatch.setenv("SYNTHENV_CACHE_DIR", str(tmp_path / "cache"))
-    source = tmp_path / "kernel.c"
-    source.write_text(native.SOURCE.read_text())
-    flags = ("-O0", "-fopenmp", "-fPIC", "-shared")
-    first = native.build(flags, source=source)
-    stamp = first.stat().st_mtime_ns
-    assert native.build(flags, source=source) == first and first.stat().st_mtime_ns == stamp  # no rebuild
-    source.write_text(native.SOURCE.read_text() + "\n/* changed */\n")
-    changed = native.build(flags, source=source)
-    assert changed != first and changed.exists() and first.exists()
-    compiler = native.find_compiler()
-    text = source.read_bytes()
-    assert native.build_key(text, compiler, flags) != native.build_key(text, compiler, flags + ("-g",))
-    assert all(p.parent == tmp_path / "cache" for p in (first, changed))
-
-
-def test_compiler_errors_are_reported(tmp_path, monkeypatch):
-    monkeypatch.setenv("SYNTHENV_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("CC", "false")  # a program that exists and always fails
-    with pytest.raises(NativeBuildError, match="compiling the native kernel failed"):
-        native.build()
-    monkeypatch.setenv("CC", "no-such-compiler-xyz")
-    assert native.find_compiler() is None
-
-
 @pytest.fixture
 def no_compiler(monkeypatch):
-    monkeypatch.setattr(native, "find_compiler", lambda: None)
-    native.library.cache_clear()
-    native.is_available.cache_clear()
+    monkeypatch.setattr(native_build, "find_compiler", lambda: None)
+    native_build.reset()
     monkeypatch.setattr(engines, "_warned", set())
     yield
-    native.library.cache_clear()
-    native.is_available.cache_clear()
+    native_build.reset()
 
 
 def test_auto_falls_back_to_torch_with_one_warning_when_no_compiler(no_compiler):
@@ -282,14 +255,6 @@ def test_auto_picks_native_on_cpu():
     assert engines.select("auto", torch.device("cpu")).name == "native"
 
 
-def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv("SYNTHENV_CACHE_DIR", str(tmp_path / "x"))
-    assert native.cache_dir() == tmp_path / "x"
-    monkeypatch.delenv("SYNTHENV_CACHE_DIR")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert native.cache_dir() == tmp_path / "xdg" / "synthenv"
-
-
 @pytest.mark.parametrize("early_abort", [True, False])
 @pytest.mark.parametrize("task_name", ["reverse-300", "add-strict-300"])
 def test_naive_reference_equals_the_cpu_pipeline(task_name, early_abort):
@@ -298,6 +263,6 @@ def test_naive_reference_equals_the_cpu_pipeline(task_name, early_abort):
     tokens = torch.cat([workloads.make(w, 100, seed=2) for w in WORKLOADS])
     want = compilers.get("cpu").execute(tokens, task, early_abort=early_abort)
     for threads in (1, 0):
-        got = native.run_naive(tokens, task, num_threads=threads, early_abort=early_abort)
+        got = run_naive(tokens, task, num_threads=threads, early_abort=early_abort)
         for name in ("outputs", "output_lengths", "status", "steps"):
             assert torch.equal(getattr(got, name), getattr(want, name)), name

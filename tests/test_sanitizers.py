@@ -1,9 +1,10 @@
-"""kernel.c under AddressSanitizer and UndefinedBehaviorSanitizer.
+"""synthenv's C sources (VM, compile passes, naive interpreter) under AddressSanitizer and UBSan.
 
-The same source is built as a standalone driver (``native.build_driver``: ``-DSYNTHENV_DRIVER
--fsanitize=address,undefined -fno-sanitize-recover=all``) and run in a subprocess (an ASan
-shared library cannot be loaded into an uninstrumented Python without LD_PRELOAD). It must
-run clean on tens of thousands of random programs and give exactly the normal build's results.
+The library's sources and ``synthenv/testing/driver.c`` are built as one standalone executable
+(``synthenv.testing.sanitizer.build_driver``: ``-fsanitize=address,undefined
+-fno-sanitize-recover=all``) and run in a subprocess (an ASan shared library cannot be loaded
+into an uninstrumented Python without LD_PRELOAD). It must run clean on tens of thousands of
+random programs and give exactly the normal build's results.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import dataclasses
 import pytest
 import torch
 
-from synthenv import compilers, tasks, workloads
-from synthenv.engines import native
-from synthenv.engines.native import NativeBuildError, NativeEngine
+from synthenv import compilers, native_build, tasks, workloads
+from synthenv.compilers.traditional import compile_native
+from synthenv.engines.native import NativeEngine
+from synthenv.naive import run_naive
+from synthenv.native_build import NativeBuildError
+from synthenv.testing import sanitizer
 
 COMPILER = compilers.get("traditional")
 FIELDS = ("outputs", "output_lengths", "status", "steps")
@@ -23,10 +27,10 @@ FIELDS = ("outputs", "output_lengths", "status", "steps")
 
 @pytest.fixture(scope="module")
 def driver():
-    if native.find_compiler() is None:
+    if native_build.find_compiler() is None:
         pytest.skip("no C compiler")
     try:
-        return native.build_driver()
+        return sanitizer.build_driver()
     except NativeBuildError as error:
         pytest.skip(f"the C compiler cannot build with -fsanitize=address,undefined: {error}")
 
@@ -56,7 +60,7 @@ RUNS = [  # (workload, programs, task, early_abort)
 @pytest.mark.parametrize("workload, num, task, early_abort", RUNS, ids=[f"{r[0]}-{r[2].name}" for r in RUNS])
 def test_ir_kernel_is_clean_and_matches_the_normal_build(driver, workload, num, task, early_abort):
     program = COMPILER.compile(workloads.make(workload, num, seed=num + len(workload)))
-    sanitized = native.run_driver(driver, program, task, early_abort=early_abort)
+    sanitized = sanitizer.run_driver(driver, program, task, early_abort=early_abort)
     assert_identical(sanitized, NativeEngine().run(program, task, early_abort=early_abort))
 
 
@@ -65,29 +69,30 @@ def test_ir_kernel_is_clean_and_matches_the_normal_build(driver, workload, num, 
 def test_naive_interpreter_is_clean_and_matches_the_normal_build(driver, workload):
     tokens = workloads.make(workload, 3_000, seed=4)
     task = tasks.get("reverse")
-    assert_identical(native.run_driver(driver, tokens, task, early_abort=True),
-                     native.run_naive(tokens, task, early_abort=True))
+    assert_identical(sanitizer.run_driver(driver, tokens, task, early_abort=True),
+                     run_naive(tokens, task, early_abort=True))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("workload", ["uniform", "loop_heavy", "near"])
 def test_c_compiler_is_clean_and_matches_the_normal_build(driver, workload):
-    """Driver mode 2: tokens compiled by synthenv_compile, then run (tests compile_tokens too)."""
+    """Driver mode 2: tokens compiled by synthenv_compile, then run (tests compile_native too)."""
     tokens = workloads.make(workload, 4_000, seed=8)
     task = tasks.get("reverse")
-    want = NativeEngine().run(native.compile_tokens(tokens), task, early_abort=True)
-    assert_identical(native.run_driver(driver, tokens, task, early_abort=True, compile=True), want)
+    want = NativeEngine().run(compile_native(tokens), task, early_abort=True)
+    assert_identical(sanitizer.run_driver(driver, tokens, task, early_abort=True, compile=True), want)
 
 
 def test_the_sanitizer_catches_an_out_of_bounds_tape(driver, tmp_path, monkeypatch):
     """A kernel with a one-cell tape must be reported, or the clean runs above prove nothing."""
-    monkeypatch.setenv("SYNTHENV_CACHE_DIR", str(tmp_path))
-    source = native.SOURCE.read_text()
+    monkeypatch.setenv("SYNTHENV_CACHE_DIR", str(tmp_path / "cache"))
+    sources = native_build.library_sources()
+    source = sources[0].read_text()  # engines/native.c
     allocation = "cell_t *tape = (cell_t *)calloc((size_t)max_steps, sizeof(cell_t));"
     assert source.count(allocation) == 1
-    broken = tmp_path / "kernel.c"
+    broken = tmp_path / sources[0].name
     broken.write_text(source.replace(allocation, "cell_t *tape = (cell_t *)calloc(1, sizeof(cell_t));"))
-    broken_driver = native.build(native.SANITIZE_FLAGS, suffix=".asan", source=broken)
+    broken_driver = sanitizer.build_driver((broken, *sources[1:]))
     program = COMPILER.compile(torch.tensor([[1, 1, 3, 7]]))  # `>>+.`: writes cell 2
     with pytest.raises(RuntimeError, match="AddressSanitizer|runtime error"):  # ASan or UBSan
-        native.run_driver(broken_driver, program, tasks.get("reverse"))
+        sanitizer.run_driver(broken_driver, program, tasks.get("reverse"))

@@ -147,8 +147,13 @@ def test_user_task_from_program():
     [
         (dict(name="t", cases=[([300], [1])], base=256), "must lie in \\[0, base=256\\)"),
         (dict(name="t", cases=[], base=256), "at least one"),
-        (dict(name="t", cases=[([1], [1])], base=1), "base must be an int >= 2"),
-        (dict(name="t", cases=[([1], [1])], max_steps=0), "max_steps must be a positive int"),
+        (dict(name="t", cases=[([1], [1])], base=1), r"base must be an int in \[2, 2147483648\].*got 1"),
+        (dict(name="t", cases=[([1], [1])], base=2**31 + 1), r"base must be an int in \[2, 2147483648\]"),
+        (dict(name="t", cases=[([1], [1])], base=256.0), "base must be an int"),
+        (dict(name="t", cases=[([1], [1])], max_steps=0), r"max_steps must be an int in \[1, 2147483647\].*got 0"),
+        # the native engine used to truncate this to 32 bits: STEP_LIMIT after 50 steps
+        (dict(name="t", cases=[([1], [1])], max_steps=2**32 + 50), r"max_steps .*int32.*4294967346"),
+        (dict(name="t", cases=[([1], [1])], max_steps=2**31), r"max_steps must be an int in \[1, 2147483647\]"),
         (dict(name="t", cases=[(1, 2)]), "must be a pair"),
     ],
 )
@@ -168,3 +173,32 @@ def test_case_tensors_are_padded_and_cached():
 
 def test_reference_program_failure_status_is_reported():
     assert reference.run(",[]", [1]).status == Status.STEP_LIMIT
+
+
+def test_the_largest_base_and_step_limit_are_accepted():
+    assert Task("t", (((1,), (1,)),), base=2**31, max_steps=2**31 - 1).base == 2**31
+
+
+@pytest.mark.parametrize("engine", ["torch", "native"])
+def test_a_large_base_runs_exactly(engine):
+    """Base 100 000: counted loops in closed form (the torch engine's old base x base table needed
+    74 GB here), including a proven hang (an odd value never reaches 0 by steps of 2)."""
+    import dataclasses
+
+    from synthenv import engines
+    from synthenv.compilers.traditional import TraditionalCompiler
+    from synthenv.language import encode_batch
+
+    if engine == "native" and not engines.get("native").available("cpu"):
+        pytest.skip("no working C compiler with OpenMP")
+    task = Task.from_pairs("big", [([99_999], [0]), ([70_001], [0]), ([2], [0])], base=100_000, max_steps=4000)
+    programs = [",[-].", ",[--].", ",[+++].", ",[->+<]>.", ",+[-->+<]>."]
+    execution = engines.get(engine).run(TraditionalCompiler(impl="torch").compile(encode_batch(programs, 12)), task)
+    for i, code in enumerate(programs):
+        for k, (inputs, _) in enumerate(task.cases):
+            want = reference.run(code, inputs, task.base, task.max_steps)
+            got = (int(execution.status[i, k]), int(execution.steps[i, k]))
+            assert got == (want.status, want.steps), (code, inputs)
+            if want.status == Status.OK:
+                assert execution.outputs[i, k, : len(want.output)].tolist() == list(want.output), (code, inputs)
+    assert dataclasses.replace(task, base=2**31).base == 2**31

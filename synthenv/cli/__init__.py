@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compiler-report": ("synthenv.cli.compiler_report", "CompilerReportCommand"),
     "train": ("synthenv.cli.train", "TrainCommand"),
     "table": ("synthenv.cli.table", "TableCommand"),
+    "doctor": ("synthenv.cli.doctor", "DoctorCommand"),
 }
 
 USER_ERRORS = (UserError, ValueError, TypeError, FileNotFoundError, FileExistsError, PermissionError,

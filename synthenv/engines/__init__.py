@@ -15,6 +15,7 @@ from typing import Protocol
 
 import torch
 
+from synthenv import native_build
 from synthenv.execution import Execution
 from synthenv.ir import Program
 from synthenv.registry import Registry
@@ -82,6 +83,8 @@ def _warn_fallback(device: torch.device) -> None:
     if device.type in _warned:
         return
     _warned.add(device.type)
+    if device.type == "cpu" and isinstance(native_build.unavailable_reason(), native_build.NativeCacheError):
+        return  # native_build warned already, naming the cache directory and the fix
     fixes = {"cuda": 'pip install "synthenv[cuda]" (CuPy) for the cuda engine',
              "cpu": "install a C compiler with OpenMP (e.g. gcc) or set $CC for the native engine"}
     fix = fixes.get(device.type, "the fused engines run on cpu and cuda devices only")

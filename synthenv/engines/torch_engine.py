@@ -3,9 +3,10 @@
 The readable reference engine: one IR op per instance per iteration, any torch device,
 bounded memory (at most ``max_lanes`` instances at once; each tape starts short and grows
 when a pointer could reach its end). Every ``check_every`` iterations, finished instances are
-dropped from the active set and tapes grow if needed; that check is the engine's one host
-synchronisation (marked below). The fused ``native``/``cuda`` engines run the same IR
-one instance per thread and are much faster.
+dropped from the active set and tapes grow if needed; that check (and the tape margin, once per
+chunk) is the engine's documented host synchronisation, ``torch_engine_check`` in
+``synthenv.syncpoints`` (lockstep's loop length depends on the data). The fused
+``native``/``cuda`` engines run the same IR one instance per thread and are much faster.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from dataclasses import dataclass
 
 import torch
 
-from synthenv.engines.common import finalize, loop_iterations
+from synthenv.engines.common import check_num_outputs, finalize, loop_iterations, loop_solver
 from synthenv.execution import Execution, empty_execution
 from synthenv.ir import Op, Program
 from synthenv.language import Status
+from synthenv.syncpoints import sync_point
 from synthenv.tasks import Task
 
 RUNNING = -1
@@ -58,35 +60,41 @@ class TorchEngine:
     initial_tape: int = 256
     name: str = "torch"
 
+    def available(self, device: torch.device | str) -> bool:
+        """The torch engine runs on any torch device."""
+        return True
+
     def run(self, program: Program, task: Task, num_outputs: int | None = None, early_abort: bool = False) -> Execution:
         """Run ``program`` on all of ``task``'s cases; see ``Execution`` for the contract.
 
-        ``early_abort`` is accepted for a uniform engine interface; lockstep gains nothing
-        from it, so the torch engine always runs every case to its end.
+        Lockstep gains nothing from stopping a program's cases early, so every case runs to
+        its end and ``early_abort`` is applied afterwards (``finalize``): the same result as
+        the engines that do stop.
         """
         device = program.device
         cases = task.tensors(device)
         num_programs, num_cases = program.num_programs, cases.num_cases
-        num_outputs = num_outputs or max(1, task.max_output_length)
+        num_outputs = check_num_outputs(num_outputs, task)
         result = empty_execution(num_programs, num_cases, num_outputs, device)
         chunk = max(1, self.max_lanes // num_cases)
-        table = loop_iterations(task.base, device)
         for first in range(0, num_programs, chunk):
             sub = program[slice(first, first + chunk)]
-            execution = self._run_chunk(sub, task, cases, num_outputs, table)
+            execution = self._run_chunk(sub, task, cases, num_outputs)
             for name in ("outputs", "output_lengths", "status", "steps"):
                 getattr(result, name)[first : first + chunk] = getattr(execution, name)
-        return finalize(result, program, task)
+        return finalize(result, program, task, early_abort)
 
-    def _run_chunk(self, program, task, cases, num_outputs, table) -> Execution:
+    def _run_chunk(self, program, task, cases, num_outputs) -> Execution:
         device = program.device
-        code = program.code.long()
+        # Each slot's fields, then its counted-loop solver (g, m, inv): [N, P, 8].
+        code = torch.cat([program.code.long(), loop_solver(program.code[..., 1], task.base)], dim=-1)
         # A pointer grows by at most `reach` cells per iteration (a MOVE, or a counted loop's
         # farthest write), so a tape with `margin` spare cells cannot overflow between checks.
         ops, args, args2 = code[..., 0], code[..., 1], code[..., 2]
         moves = torch.where(ops == Op.MOVE, torch.maximum(args, args2), 0).amax()  # ptr' <= ptr + max(arg, floor)
         reach = moves.clamp(min=0) + torch.where(ops == Op.ADD, args2, 0).amax().clamp(min=0)
-        margin = int(reach) * (self.check_every + 1) + 1  # sync point: once per chunk
+        with sync_point("torch_engine_check"):  # once per chunk
+            margin = int(reach) * (self.check_every + 1) + 1
         tape_length = min(task.max_steps, max(self.initial_tape, margin))
         num_programs, num_cases = program.num_programs, cases.num_cases
         total = num_programs * num_cases
@@ -98,17 +106,19 @@ class TorchEngine:
             torch.zeros((total, num_outputs), dtype=torch.int64, device=device),
         )
         result = empty_execution(num_programs, num_cases, num_outputs, device)
-        flat = [t.view(total, *t.shape[2:]) for t in (result.outputs, result.output_lengths, result.status, result.steps)]
+        fields = (result.outputs, result.output_lengths, result.status, result.steps)
+        flat = [t.view(total, *t.shape[2:]) for t in fields]
         iteration = 0
         while lanes.lane.numel() > 0:
-            _step(lanes, code, num_cases, cases, task.base, task.max_steps, table)
+            _step(lanes, code, num_cases, cases, task.base, task.max_steps)
             iteration += 1
             if iteration % self.check_every == 0:
-                done = lanes.status != RUNNING
-                if bool(done.any()):  # sync point: once per check_every lockstep iterations
-                    _store(flat, lanes, done)
-                    lanes = lanes.select(~done)
-                lanes.tape = _grow(lanes.tape, lanes.ptr, margin, task.max_steps)
+                with sync_point("torch_engine_check"):  # once per check_every lockstep iterations
+                    done = lanes.status != RUNNING
+                    if bool(done.any()):
+                        _store(flat, lanes, done)
+                        lanes = lanes.select(~done)
+                    lanes.tape = _grow(lanes.tape, lanes.ptr, margin, task.max_steps)
         return result
 
 
@@ -117,7 +127,7 @@ def _grow(tape: torch.Tensor, ptr: torch.Tensor, margin: int, max_steps: int) ->
     length = tape.shape[1]
     if ptr.numel() == 0 or length >= max_steps:
         return tape
-    needed = int(ptr.max()) + margin  # sync point: part of the periodic check
+    needed = int(ptr.max()) + margin  # part of the periodic check (torch_engine_check)
     if needed < length:
         return tape
     return torch.nn.functional.pad(tape, (0, min(max_steps, max(2 * length, needed)) - length))
@@ -132,18 +142,19 @@ def _store(flat: list[torch.Tensor], lanes: _Lanes, done: torch.Tensor) -> None:
     steps[index] = lanes.steps[done].to(steps.dtype)
 
 
-def _step(s: _Lanes, code: torch.Tensor, num_cases: int, cases, base: int, max_steps: int, table) -> None:
-    """Advance every running lane by one IR op (in place)."""
+def _step(s: _Lanes, code: torch.Tensor, num_cases: int, cases, base: int, max_steps: int) -> None:
+    """Advance every running lane by one IR op (in place); ``code [N, P, 8]`` (see ``_run_chunk``)."""
     running = s.status == RUNNING
     prog, case = s.lane // num_cases, s.lane % num_cases
-    op, arg, arg2, cost, target = code[prog, s.pc].unbind(-1)  # [B] each
+    fields = code[prog, s.pc]  # [B, 8]
+    op, arg, arg2, cost, target = fields[:, :5].unbind(-1)  # [B] each
     walk = s.mult > 0
     value = s.tape.gather(1, s.ptr[:, None])[:, 0].long()  # [B] current cell
     is_add, is_in, is_out = op == Op.ADD, op == Op.IN, op == Op.OUT
     is_loop, halted = op == Op.LOOP, op == Op.HALT
 
     # Counted loops: closed-form iteration count, or a proven hang (synthenv.ir).
-    iterations = table[arg.remainder(base), value]  # [B], 0 = never reaches 0
+    iterations = loop_iterations(fields[:, 5:], value, base)  # [B], 0 = never reaches 0
     fast_loop = is_loop & (value != 0) & (s.ptr >= arg2)
     hang = fast_loop & (iterations == 0)
     step_cost = torch.where(fast_loop, 1 + iterations * cost, torch.where(is_loop, 1, cost))

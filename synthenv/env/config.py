@@ -76,6 +76,10 @@ class EnvConfig:
     """Token mode: skip compile/run/score on steps where no program ended, checked on the host (a
     sync point per step). Worth it for small N or numpy-facing use (``SynthEnv`` turns it on);
     off by default so that the vector env's step stays free of host syncs."""
+    cuda_graphs: bool = False
+    """Program mode on a CUDA device with the cuda engine: capture the step's compile, run and
+    score as a CUDA graph once and replay it every step (synthenv/env/graphs.py). Off by default:
+    not yet run on a GPU (``synthenv doctor --gpu-suite`` checks it against eager steps)."""
 
     def __post_init__(self) -> None:
         task_registry.resolve(self.task)  # wrong type or unknown name -> error with a "did you mean" hint
@@ -92,6 +96,11 @@ class EnvConfig:
         if self.lazy_scoring and self.mode is Mode.PROGRAM:
             raise ValueError("lazy_scoring=True applies to token mode only (program mode scores every step); "
                              "drop it or use mode='token'")
+        if not isinstance(self.cuda_graphs, bool):
+            raise TypeError(f"cuda_graphs must be True or False, got {self.cuda_graphs!r}")
+        if self.cuda_graphs and self.mode is not Mode.PROGRAM:
+            raise ValueError("cuda_graphs=True applies to program mode only (token mode's step is too small to "
+                             "gain); drop it or use mode='program'")
         require_seed("seed", self.seed)
         if self.base is not None:
             _check_int("base", self.base, 2)

@@ -72,7 +72,8 @@ class ProgramDynamics:
         """Compile, run and score ``actions [N, L]``; returns (state, rewards, terminated, info)."""
         alive = torch.cumprod(actions != EOS, dim=1)  # [N, L] 1 before the first EOS
         program = actions.long() * alive  # [N, L] canonical: EOS-padded after the end
-        execution, scores = self.evaluator(program, self.task, self.num_outputs)
+        evaluation = self.evaluator.evaluate(program, self.task, self.num_outputs)
+        execution, scores = evaluation.execution, evaluation.scores
         rewards = scores.rewards.float()  # [N] float64 scores, rounded once for RL (float32 everywhere)
         new = {
             "program": program,

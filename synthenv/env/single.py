@@ -96,9 +96,14 @@ def _numpy_obs(obs: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
     return {"program": obs["program"][0].numpy().copy(), "position": np.int64(obs["position"][0])}
 
 
-def _numpy_info(info: dict[str, torch.Tensor]) -> dict[str, Any]:
+def _numpy_info(info: dict[str, Any]) -> dict[str, Any]:
+    """Batched tensors -> this env's numpy value; anything else (``info["audit"]``, the hybrid's
+    ``AuditStats``, one for the batch) as it is."""
     out: dict[str, Any] = {}
     for key, value in info.items():
+        if not isinstance(value, torch.Tensor):
+            out[key] = value
+            continue
         value = value[0].numpy().copy()
         out[key] = value.astype(np.int8) if key == "action_mask" else value
     return out

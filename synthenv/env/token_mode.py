@@ -16,6 +16,7 @@ from gymnasium import spaces
 
 from synthenv.language import CLOSE, EOS, OPEN, VOCAB_SIZE, Status
 from synthenv.pipeline import Evaluator
+from synthenv.syncpoints import sync_point
 from synthenv.tasks import Task
 
 State = dict[str, torch.Tensor]
@@ -90,21 +91,25 @@ class TokenDynamics:
         program = state["program"].scatter(1, position[:, None], token[:, None])  # [N, L]; EOS writes 0
         ended = (token == EOS) | (position + 1 >= self.max_len)  # [N]
         depth = (state["depth"] + (token == OPEN).long() - (token == CLOSE).long()).clamp(min=0)
-        if self.lazy_scoring and not bool(ended.any()):  # sync point: only with lazy_scoring=True
+        if self.lazy_scoring and not self._any_ended(ended):
             rewards, info = self._nothing_ended()
         else:
             rewards, info = self._score_ended(program, ended)
         new = {"program": program, "position": position + 1, "depth": depth, "elapsed": state["elapsed"]}
         return new, rewards, ended, info
 
+    @staticmethod
+    def _any_ended(ended: torch.Tensor) -> bool:
+        with sync_point("lazy_scoring"):
+            return bool(ended.any())
+
     def _score_ended(self, program: torch.Tensor, ended: torch.Tensor) -> tuple[torch.Tensor, dict]:
         """Score the whole batch with the programs still being written replaced by empty ones."""
         finished = program * ended[:, None]  # [N, L] empty programs halt at once
-        _, scores = self.evaluator(finished, self.task, self.num_outputs)
+        scores = self.evaluator.evaluate(finished, self.task, self.num_outputs).scores
         rewards = torch.where(ended, scores.rewards, 0.0).float()  # [N] float32 for RL
-        ok = torch.tensor(int(Status.OK), dtype=torch.int8, device=self.device)
         return rewards, {"solved": ended & scores.solved,
-                         "program_status": torch.where(ended, scores.program_status, ok)}
+                         "program_status": torch.where(ended, scores.program_status, int(Status.OK))}
 
     def _nothing_ended(self) -> tuple[torch.Tensor, dict]:
         n, dev = self.num_envs, self.device

@@ -11,10 +11,13 @@ from gymnasium.vector.utils import batch_space
 
 from synthenv.checks import require_seed, resolve_device
 from synthenv.language import EOS, VOCAB_SIZE
+from synthenv.audit import AuditStats
 from synthenv.pipeline import Evaluator
+from synthenv.syncpoints import sync_point
 from synthenv.tasks import Task
 
 from .config import EnvConfig, Mode
+from .graphs import GraphedTransition, check_graphable
 from .program_mode import ProgramDynamics
 from .token_mode import TokenDynamics
 
@@ -79,8 +82,11 @@ class SynthVecEnv(VectorEnv):
     for all envs (meaningful where ``info["_final_obs"]`` [N] bool is True). The other ``info``
     entries describe the step just taken: ``solved [N]`` bool, ``program_status [N]`` int8
     (token mode: OK where no program ended) and, in token mode, ``action_mask [N, V]`` bool for
-    the next step (after autoreset). With ``backend="hybrid"``, ``info`` also carries the
-    audit statistics (``verify/miscompile_bound``, ``verify/audit_rate``, ...).
+    the next step (after autoreset). With a backend that has an audit stage (``backend="hybrid"``),
+    ``info["audit"]`` is the audit's typed statistics after the step, a
+    ``synthenv.audit.AuditStats`` (one for the whole batch: ``miscompile_bound``, ``audit_rate``,
+    ``sampled``, ... as host numbers; ``.as_scalars()`` gives them keyed by TensorBoard tag
+    ``verify/*``); ``audit_stats()`` reads the same at any time.
 
     ## Arguments
 
@@ -88,7 +94,11 @@ class SynthVecEnv(VectorEnv):
     dataclass): ``task`` (name or ``Task``), ``num_envs``, ``mode`` (``"program"``/``"token"``),
     ``backend``, ``engine``, ``device``, ``max_len`` (100), ``iterations`` (1, program mode),
     ``seed``, the task overrides ``base``/``max_steps``/``strict_syntax``, ``allow_eos``,
-    ``validate_actions`` (True: range check, one host sync per step) and ``lazy_scoring``.
+    ``validate_actions`` (True: range check, one host sync per step), ``lazy_scoring`` and
+    ``cuda_graphs`` (program mode on CUDA: the step replayed as a CUDA graph).
+    ``evaluator``: a prebuilt ``synthenv.pipeline.Evaluator`` (compiler, engine, scorer) to use
+    instead of the one ``backend`` and ``engine`` name, e.g. a custom compiler or the torch
+    scorer; it must run on ``device``.
 
     ## Version History
 
@@ -104,13 +114,20 @@ class SynthVecEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
-    def __init__(self, task: str | Task = "reverse", num_envs: int = 1, **options: Any):
+    def __init__(self, task: str | Task = "reverse", num_envs: int = 1, evaluator: Evaluator | None = None,
+                 **options: Any):
         self.config = EnvConfig(task=task, num_envs=num_envs, **options)
         self.task = self.config.resolve_task()
         self.device = resolve_device(self.config.device)
         self.num_envs = self.config.num_envs
-        self.evaluator = Evaluator.create(self.config.backend, self.config.engine, self.device)
+        if evaluator is not None and not isinstance(evaluator, Evaluator):
+            raise TypeError(f"evaluator must be a synthenv.pipeline.Evaluator or None, got {type(evaluator).__name__}")
+        self.evaluator = evaluator or Evaluator.create(self.config.backend, self.config.engine, self.device)
         self._dynamics = _make_dynamics(self.config, self.task, self.evaluator, self.device)
+        self._transition = self._dynamics.transition
+        if self.config.cuda_graphs:
+            check_graphable(self.config, self.evaluator, self.device)
+            self._transition = GraphedTransition(self._dynamics, self.device)
         self.single_observation_space = self._dynamics.single_observation_space
         self.single_action_space = self._dynamics.single_action_space
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -121,9 +138,9 @@ class SynthVecEnv(VectorEnv):
         self._seeded = False
 
     @classmethod
-    def from_config(cls, config: EnvConfig) -> SynthVecEnv:
+    def from_config(cls, config: EnvConfig, evaluator: Evaluator | None = None) -> SynthVecEnv:
         """The env an ``EnvConfig`` describes (e.g. one parsed by tyro)."""
-        return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(config)})
+        return cls(evaluator=evaluator, **{f.name: getattr(config, f.name) for f in dataclasses.fields(config)})
 
     @property
     def mode(self) -> Mode:
@@ -158,7 +175,7 @@ class SynthVecEnv(VectorEnv):
         """
         state = self._require_state()
         actions = self._check_actions(actions)  # raises before any state changes
-        new, rewards, terminated, info = self._dynamics.transition(state, actions)
+        new, rewards, terminated, info = self._transition(state, actions)
         elapsed = new["elapsed"] + 1  # [N]
         truncated = ~terminated & (elapsed >= self._dynamics.episode_limit)
         done = terminated | truncated  # [N]
@@ -166,9 +183,18 @@ class SynthVecEnv(VectorEnv):
         new = {name: torch.where(_column(done, value), self._initial[name], value)
                for name, value in {**new, "elapsed": elapsed}.items()}
         self._state = new
-        info = {**info, **self._dynamics.reset_info(new), "final_obs": final_obs, "_final_obs": done,
-                **getattr(self.evaluator.backend, "stats", {})}  # e.g. the hybrid's verify/* audit statistics
+        info = {**info, **self._dynamics.reset_info(new), "final_obs": final_obs, "_final_obs": done}
+        if self.evaluator.audit is not None:
+            info["audit"] = self.evaluator.audit.stats  # typed AuditStats, host numbers
         return self._dynamics.observe(new), rewards, terminated, truncated, info
+
+    def audit_stats(self) -> AuditStats | None:
+        """The audit stage's statistics after the last step (``backend="hybrid"``), else None.
+
+        Host numbers, no sync: ``audit_stats().as_scalars()`` gives ``{"verify/miscompile_bound":
+        ..., ...}`` for a logger; ``audit_stats().write(writer, step)`` writes them to TensorBoard.
+        """
+        return self.evaluator.audit_stats()
 
     def action_masks(self) -> torch.Tensor:
         """Token mode: ``[N, V]`` bool syntax masks for the next token (see ``syntax_masks``)."""
@@ -219,8 +245,9 @@ class SynthVecEnv(VectorEnv):
                              f"use actions.to(env.device)")
         out_of_range = (actions < 0) | (actions >= VOCAB_SIZE)
         if self.config.validate_actions:
-            if bool(out_of_range.any()):  # sync point: validate_actions=True (default) checks ranges on the host
-                _raise_out_of_range(actions, out_of_range)
+            with sync_point("validate_actions"):  # the default: ranges checked on the host, once per step
+                if bool(out_of_range.any()):
+                    _raise_out_of_range(actions, out_of_range)
             return actions
         return torch.where(out_of_range, EOS, actions)  # unchecked: an out-of-range token acts as EOS
 

@@ -13,6 +13,8 @@ import numpy as np
 import torch
 from gymnasium.vector import VectorEnv, VectorWrapper
 
+from synthenv.syncpoints import sync_point
+
 
 def to_numpy(value: Any) -> Any:
     """Tensors (also inside dicts) -> numpy arrays. # sync point: copies to the host."""
@@ -101,9 +103,10 @@ class EpisodeStatistics(VectorWrapper):
     def stats(self) -> dict[str, float]:
         """Episodes ended so far and their mean return, length and success rate.
 
-        # sync point: reads the on-device sums back to the host (call it when logging).
+        # sync point: logging (synthenv.syncpoints): reads the on-device sums back to the host.
         """
-        episodes, total_return, total_length, num_solved = self._totals.tolist()
+        with sync_point("logging"):
+            episodes, total_return, total_length, num_solved = self._totals.tolist()
         mean = (lambda total: total / episodes) if episodes else (lambda total: float("nan"))
         return {"episodes": int(episodes), "mean_return": mean(total_return), "mean_length": mean(total_length),
                 "success_rate": mean(num_solved)}
