@@ -126,6 +126,7 @@ class RunLogger:
         counts = {key: value.tolist() for key, value in self.counts.items()}
         means = {key: (value / self.counts[key].clamp(min=1.0)).tolist() for key, value in self.sums.items()}
         programs = decode_batch(trainer.best_tokens)
+        audit = trainer.env.audit_stats()  # the hybrid backend's audit (verify/*), else None; host numbers
         for i, writer in enumerate(self.writers):
             if not self.logging[i]:
                 continue
@@ -135,6 +136,8 @@ class RunLogger:
             writer.add_scalar("charts/programs_per_s", rate, npe[i])
             writer.add_scalar("charts/best_reward", best[i], npe[i])
             writer.add_text("programs/best_program", f"`{programs[i]}` (reward {best[i]:.4f})", npe[i])
+            if audit is not None:
+                audit.write(writer, npe[i])
             writer.flush()
             self.logging[i] = active[i] and not final
 

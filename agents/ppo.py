@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import torch
 
 from synthenv.checks import require_positive_int_fields
+from synthenv.syncpoints import sync_point
 
 from .common import clip_grad_norm_per_member, generator_states, load_generator_states, masked_mean, member_generators
 from .editor import EditorConfig, EditPolicy, edit_entropy, edit_log_probs
@@ -164,7 +165,8 @@ class PPO:
             "edit_positions": ((e,), torch.int64), "edit_kinds": ((e,), torch.int64),
             "edit_tokens": ((e,), torch.int64), "edit_active": ((e,), torch.bool)})
         self.editor = EditPolicy(config.editor, s, NUM_FEATURES, self.generators, device)
-        self.optimizer = torch.optim.Adam(self.editor.parameters(), lr=config.learning_rate, eps=1e-5)
+        self.optimizer = torch.optim.Adam(self.editor.parameters(), lr=config.learning_rate, eps=1e-5,
+                                          capturable=device.type == "cuda")  # no host sync in the update
         n = g * config.policy_children * config.update_every  # policy variants per update
         self.buffer = {
             "parents": torch.zeros((s, n, max_len), dtype=torch.int64, device=device),
@@ -321,7 +323,8 @@ class PPO:
             self.optimizer.zero_grad(set_to_none=True)
             loss.sum().backward()  # members share no parameters: the sum keeps their gradients apart
             grad_norm = clip_grad_norm_per_member(list(self.editor.parameters()), config.max_grad_norm)
-            self.optimizer.step()
+            with sync_point("cpu_optimizer"):  # no sync on CUDA (capturable); free on the CPU
+                self.optimizer.step()
             with torch.no_grad():
                 step = {"losses/policy_loss": policy_loss, "losses/queue_loss": queue_loss,
                         "losses/entropy": entropy, "losses/grad_norm": grad_norm,

@@ -31,6 +31,9 @@ SYNC_POINTS: dict[str, str] = {
     "neural_width": "the neural compiler's bracket width read on the host: always on the CPU (free there), on "
                     "CUDA only with sync_width=True",
     "cpu_pipeline": "the cpu backend copies programs to the host and back by design (the baseline)",
+    "cpu_optimizer": "on the CPU only: PyTorch's Adam reads its step count on the host (its capturable mode, "
+                     "which keeps it on the device, exists for CUDA only); the agents build Adam with "
+                     "capturable=True on CUDA, where the update makes no sync",
     "logging": "statistics read for logs and display (EpisodeStatistics.stats, decode_batch, write_stats...)",
 }
 """Name -> where and why. README ("No host sync on the step path") and DESIGN point here."""

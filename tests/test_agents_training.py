@@ -140,3 +140,20 @@ def test_a_time_budget_stops_the_job_within_one_sync_interval():
     steps_after = sum(1 for t in trainer.step_seconds if t >= 0.3)
     assert 1 <= steps_after <= 2  # the step that crossed the budget, then at most up to the next sync point
     assert not results[0].solved and results[0].seconds == pytest.approx(trainer.elapsed)
+
+
+def test_the_solving_batch_counts_in_the_logged_success_rate(tmp_path):
+    """A run that stops on success logs the success of the batch that solved (the members running during
+    a step are weighted, not those still running after it), even with log_every=1."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = RandomConfig(batch_size=64)
+    Trainer(TrainConfig(task=DOT.name, algo="random", npe=10_000, max_len=1, log_dir=str(tmp_path),
+                        algo_config=config, progress=False, log_every=1)).run()
+    (run,) = list(tmp_path.glob(f"{DOT.name}__random__0__*"))
+    accumulator = EventAccumulator(str(run))
+    accumulator.Reload()
+    (event,) = accumulator.Scalars("charts/success_rate")
+    first_batch = agents.make("random", config, (0,), 1, torch.device("cpu")).propose()  # the same draws
+    dots = (first_batch == 7).float().mean().item()  # "." (token 7) is the only 1-token solution
+    assert dots > 0 and event.value == pytest.approx(dots)

@@ -168,3 +168,13 @@ def test_the_quick_start_default_solves_its_task(tmp_path, capsys):
 
     task = tasks.get("echo")
     assert reference.score_program(result["best_program"], task.cases, task.base, task.max_steps).solved
+
+
+def test_training_on_the_hybrid_backend_logs_the_audit(tmp_path, capsys):
+    """The hybrid's miscompile bound reaches TensorBoard during training (verify/*), read as typed stats."""
+    assert main(["train", "--task", "reverse-tune", "--algo", "random", "--npe", "64", "--batch-size", "32",
+                 "--max-len", "8", "--backend", "hybrid", "--log-dir", str(tmp_path), "--log-every", "1",
+                 "--no-progress"]) == 0
+    (run,) = list(tmp_path.glob("reverse-tune__random__0__*"))
+    scalars, _ = _event_tags(run)
+    assert {"verify/miscompile_bound", "verify/audit_rate", "verify/sampled"} <= scalars

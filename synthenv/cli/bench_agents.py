@@ -1,0 +1,65 @@
+"""``synthenv bench-agents``: each agent's programs per second beside the env alone at the same batch size."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class BenchAgentsCommand:
+    """Programs per second of training steps (propose, run and score, learn), beside the env alone on
+    the same programs: the share of the env's speed each agent keeps. Warm-up steps are excluded.
+    Algorithms are NAME or NAME:field=value,... as in 'synthenv table' (e.g. ga:batch_size=4096).
+    """
+
+    algos: tuple[str, ...] = ("ppo", "mutation", "random", "ga:batch_size=4096", "pqt", "reinforce")
+    """Algorithms to measure, one after the other (never two at once)."""
+    task: str = "reverse"
+    """Task the programs are scored on."""
+    seeds: int = 3
+    """Members per job (seeds batched, as 'synthenv train --num-seeds')."""
+    max_len: int = 100
+    """The most tokens a program may have."""
+    warmup: int = 5
+    """Steps run before timing."""
+    steps: int = 20
+    """Timed training steps."""
+    replay: int = 8
+    """Further steps whose programs the env alone then runs (timed)."""
+    device: str = "cpu"
+    """Torch device."""
+    json: Path | None = None
+    """Write one JSON record per algorithm here (checked before anything runs)."""
+
+    def run(self) -> int:
+        import platform
+
+        import torch
+
+        from synthenv.agents.throughput import measure
+        from synthenv.checks import require_positive_int, require_writable
+        from synthenv.cli.table import parse_algo
+        from synthenv.tasks import from_spec
+
+        from_spec(self.task)
+        specs = [(spec, *parse_algo(spec)) for spec in self.algos]
+        for name in ("seeds", "steps", "replay", "max_len"):
+            require_positive_int(name, getattr(self, name))
+        if self.json:
+            require_writable(self.json, "--json")
+        print(f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, task "
+              f"{self.task}, {self.seeds} seeds per job")
+        print(f"{'algorithm':>28} {'programs/step':>13} {'agent prog/s':>13} {'env alone':>12} {'ratio':>6}")
+        records = []
+        for spec, algo, config in specs:
+            result = measure(algo, config, self.task, tuple(range(self.seeds)), self.max_len, self.warmup,
+                             self.steps, self.replay, self.device)
+            print(f"{spec:>28} {result.batch:>13,} {result.agent_programs_per_s:>13,.0f} "
+                  f"{result.env_programs_per_s:>12,.0f} {result.ratio:>6.2f}", flush=True)
+            records.append({"spec": spec, **dataclasses.asdict(result), "ratio": result.ratio})
+        if self.json:
+            Path(self.json).write_text(json.dumps(records, indent=2))
+        return 0

@@ -1,0 +1,98 @@
+"""The default agent (``ppo``): every ablation switch changes what it does; it solves a user task from a
+task file, checked against the reference interpreter."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from synthenv import reference, tasks
+from synthenv.agents import PPO, PPOConfig, TrainConfig, Trainer, train
+from synthenv.agents.islands import Islands
+
+SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_every=1, update_batch=16,
+                  policy_fraction=0.25, splice_fraction=0.25, patience=3)
+
+
+def run_steps(config: PPOConfig, steps: int = 6, task: str = "reverse-tune") -> Trainer:
+    trainer = Trainer(TrainConfig(task=task, algo="ppo", algo_config=config, seeds=(1,), max_len=10, log_dir=None,
+                                  progress=False, npe=10**9))
+    trainer.stats = [trainer.step()[0] for _ in range(steps)]
+    return trainer
+
+
+def test_the_policy_writes_a_share_of_each_generation_and_learns():
+    trainer = run_steps(SMALL)
+    assert all("charts/improve_rate_policy" in stats for stats in trainer.stats)
+    assert all(bool(stats["_learned"].all()) for stats in trainer.stats)  # update_every=1: an update each step
+    untrained = PPO(SMALL, (1,), 10, torch.device("cpu")).editor.state_dict()
+    trained = trainer.algorithm.editor.state_dict()
+    assert any(not torch.equal(untrained[k], trained[k]) for k in trained)
+
+
+def test_without_the_policy_nothing_is_learned():
+    trainer = run_steps(dataclasses.replace(SMALL, policy_fraction=0.0))
+    assert not any("charts/improve_rate_policy" in stats for stats in trainer.stats)
+    assert not any(bool(stats["_learned"].any()) for stats in trainer.stats)
+
+
+@pytest.mark.parametrize("switch", [dict(pg_weight=0.0), dict(queue_weight=0.0), dict(feedback=False),
+                                    dict(entropy_coef=0.0), dict(risk_quantile=0.5)],
+                         ids=["no-ppo", "no-imitation", "no-feedback", "no-entropy", "risk-seeking"])
+def test_each_learning_switch_changes_the_policy_update(switch):
+    base = run_steps(SMALL, steps=3).algorithm.editor.state_dict()
+    changed = run_steps(dataclasses.replace(SMALL, **switch), steps=3).algorithm.editor.state_dict()
+    assert any(not torch.equal(base[k], changed[k]) for k in base)
+
+
+def test_without_feedback_the_policy_sees_zero_features():
+    trainer = run_steps(dataclasses.replace(SMALL, feedback=False), steps=2)
+    trainer.algorithm.propose()
+    assert not trainer.algorithm._pending["features"].any()
+    trainer = run_steps(SMALL, steps=2)
+    trainer.algorithm.propose()
+    assert trainer.algorithm._pending["features"].any()
+
+
+def test_without_crossover_there_are_no_crossover_children():
+    assert "charts/improve_rate_crossover" in run_steps(SMALL, steps=2).stats[-1]
+    assert "charts/improve_rate_crossover" not in run_steps(dataclasses.replace(SMALL, splice_fraction=0.0),
+                                                              steps=2).stats[-1]
+
+
+def test_restarts_happen_only_when_switched_on():
+    with_restarts = run_steps(SMALL, steps=12, task="count-char")  # patience 3: some islands stall
+    assert int(with_restarts.algorithm.islands.restarts.sum()) > 0
+    without = run_steps(dataclasses.replace(SMALL, restarts=False), steps=12, task="count-char")
+    assert int(without.algorithm.islands.restarts.sum()) == 0
+
+
+def test_drift_lets_equally_good_children_in():
+    """Ties keep the island's own programs unless random tie keys break them (neutral drift)."""
+    def merged(tie_keys):
+        islands = Islands(torch.ones((1, 1, 4, 3), dtype=torch.int64), num_features=1)
+        islands.tokens[0, 0, :, 0] = torch.arange(1, 5)
+        islands.rewards.fill_(0.5)
+        islands.hashes = torch.arange(4)[None, None]
+        children = torch.full((1, 1, 4, 3), 7)
+        children[0, 0, :, 1] = torch.arange(1, 5)
+        islands.merge(children, torch.full((1, 1, 4), 0.5), torch.zeros(1, 1, 4, 1), torch.arange(10, 14)[None, None],
+                      islands.tokens.clone(), patience=100, tie_keys=tie_keys)
+        return (islands.tokens[0, 0, :, 0] == 7).sum().item()  # children kept
+
+    assert merged(None) == 0
+    keys = torch.tensor([[[0.9, 0.8, 0.7, 0.6, 0.1, 0.2, 0.3, 0.4]]])  # children draw the smaller keys: first
+    assert merged(keys) == 4
+
+
+def test_the_agent_solves_a_task_from_a_task_file(tmp_path):
+    task_file = tmp_path / "add-three.json"
+    pairs = [[[v], [(v + 3) % 256]] for v in (0, 5, 17, 100, 250, 41)]
+    task_file.write_text(json.dumps({"name": "add-three", "base": 256, "cases": pairs}))
+    (result,) = train(TrainConfig(task=str(task_file), algo="ppo", seconds=60, log_dir=None, progress=False))
+    assert result.solved
+    task = tasks.from_spec(str(task_file))
+    assert reference.score_program(result.best_program, task.cases, task.base, task.max_steps).solved

@@ -1,0 +1,55 @@
+"""No host sync in one training step of any algorithm, on the GPU path, proven on the CPU.
+
+Each algorithm's step (propose -> env step -> feedback -> learn) runs under the sync guard
+(``synthenv.testing.syncguard``) with the env on its GPU path (the torch compile passes, the
+torch engine, the torch scorer) and the agents' variation operators on their torch path (the C
+fast path is what a CPU runs; a GPU runs the torch one). Only the torch engine's documented
+periodic check and, on the CPU only, Adam's step count are allowed (on a GPU the cuda engine has no
+periodic check, and Adam runs in its capturable mode).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from synthenv import agents, engines
+from synthenv.agents import variation
+from synthenv.agents.trainer import TrainConfig, Trainer
+from synthenv.compilers.traditional import TraditionalCompiler
+from synthenv.env import SynthVecEnv
+from synthenv.pipeline import Evaluator
+from synthenv.testing.syncguard import forbid_host_sync
+
+SMALL = {
+    "ppo": dict(batch_size=32, islands=2, island_size=4, queue_size=4, update_every=1, update_batch=8),
+    "mutation": dict(batch_size=16, elite=4),
+    "ga": dict(batch_size=16),
+    "random": dict(batch_size=16),
+    "pqt": dict(batch_size=8), "pg-pqt": dict(batch_size=8), "reinforce": dict(batch_size=8),
+}
+
+
+def gpu_path_trainer(algo: str, monkeypatch) -> Trainer:
+    monkeypatch.setattr(variation, "_native", lambda *tensors: None)  # the torch operators, as on a GPU
+    config = dataclasses.replace(agents.default_config(algo), **SMALL[algo])
+    trainer = Trainer(TrainConfig(task="reverse-tune", algo=algo, max_len=12, algo_config=config, log_dir=None,
+                                  progress=False, npe=10**6))
+    evaluator = Evaluator(TraditionalCompiler(impl="torch"), engines.get("torch"), scorer="torch")
+    trainer.env = SynthVecEnv(trainer.task, trainer.num_members * trainer.batch, mode="program", max_len=12,
+                              evaluator=evaluator, validate_actions=False)
+    trainer.env.reset(seed=0)
+    for _ in range(2):  # warm-up: tables built once per device, queues filled, a policy update done
+        trainer.step()
+    return trainer
+
+
+@pytest.mark.parametrize("algo", agents.names())
+def test_a_training_step_makes_no_host_sync(algo, monkeypatch):
+    trainer = gpu_path_trainer(algo, monkeypatch)
+    with forbid_host_sync(allow=("torch_engine_check", "cpu_optimizer")) as guard:
+        for _ in range(2):
+            trainer.step()
+    assert guard.count == 0, guard.report()
