@@ -26,6 +26,8 @@ class Algorithm(Protocol):
 
     programs_per_step: int
     """B: programs each member proposes per step (its env slice is B wide)."""
+    uses_features: bool
+    """Optional (default False): the trainer fills ``Feedback.features`` for this algorithm."""
 
     def propose(self) -> torch.Tensor:
         """The next programs: ``[S, B, L]`` int64, EOS-padded."""

@@ -32,7 +32,8 @@ class Feedback:
         program_status: ``[S, B]`` int8 ``Status`` of each program.
         case_passed: ``[S, B, K]`` bool, the case printed exactly its expected output.
         case_status: ``[S, B, K]`` int8 ``Status`` per case.
-        features: ``[S, B, F]`` float32 summary of the per-case results (``FEATURES``).
+        features: ``[S, B, F]`` float32 summary of the per-case results (``FEATURES``); computed only
+            for algorithms with ``uses_features = True`` (F = 0 for the others).
     """
 
     tokens: torch.Tensor

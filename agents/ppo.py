@@ -153,6 +153,9 @@ class PPO:
     (1, 32, 8)
     """
 
+    uses_features = True
+    """The trainer computes ``Feedback.features`` for this algorithm (the edit policy reads them)."""
+
     def __init__(self, config: PPOConfig, seeds: tuple[int, ...], max_len: int, device: torch.device):
         self.config, self.max_len, self.device = config, max_len, device
         self.programs_per_step = config.batch_size
@@ -280,8 +283,8 @@ class PPO:
         """Put this generation's policy variants in their slot of the update buffer."""
         s, length, n_pol = len(self.generators), self.max_len, self.config.policy_children
         width = self.config.islands * n_pol
-        slot = slice((self.generation % self.config.update_every) * width, None)
-        slot = slice(slot.start, slot.start + width)
+        start = (self.generation % self.config.update_every) * width
+        slot = slice(start, start + width)
         values = {"parents": pending["parents"][:, :, :n_pol].reshape(s, width, length),
                   "features": pending["features"][:, :, :n_pol].reshape(s, width, -1),
                   "log_probs": pending["log_probs"], "gains": gains.reshape(s, width),

@@ -194,7 +194,10 @@ class Trainer:
 
     def _feedback(self, obs: dict[str, torch.Tensor], rewards: torch.Tensor, info: dict) -> Feedback:
         s, b = self.num_members, self.batch
-        features = feedback_features(obs, *self._expected, self.config.max_len)  # [S * B, F]
+        if getattr(self.algorithm, "uses_features", False):
+            features = feedback_features(obs, *self._expected, self.config.max_len)  # [S * B, F]
+        else:  # most algorithms read rewards only: skip the per-case summary
+            features = rewards.new_zeros((s * b, 0))
         return Feedback(obs["program"].view(s, b, -1), rewards.view(s, b), info["solved"].view(s, b),
                         info["program_status"].view(s, b), obs["case_passed"].view(s, b, -1).bool(),
                         obs["case_status"].view(s, b, -1), features.view(s, b, -1))
