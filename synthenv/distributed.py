@@ -245,12 +245,18 @@ class Team:
         dist.broadcast_object_list(box, src=0, group=self.control)
         return box[0]
 
+    def require_same_command(self, command: object) -> None:
+        """Raise ``UserError`` unless every rank runs the same command with the same options (else they would
+        make different collectives, or write different results, and hang or mislead)."""
+        self.require_equal("options", repr(command), "run the same synthenv command with the same options on every "
+                           "machine (and the same synthenv version)")
+
     def require_equal(self, what: str, value: object, fix: str) -> None:
         """Raise ``UserError`` on every rank unless every rank has the same ``value`` of ``what``."""
         values = [None] * self.world_size
         dist.all_gather_object(values, value, group=self.control)
         if any(v != values[0] for v in values):
-            listed = ", ".join(f"rank {r}: {v!r}" for r, v in enumerate(values))
+            listed = ", ".join(f"rank {r}: {v}" for r, v in enumerate(values))
             raise UserError(f"the ranks have different {what} ({listed}); {fix}")
 
     # -- the store: a shared counter and posted results (no collective, no waiting for the others) ---

@@ -119,8 +119,14 @@ def test_a_program_found_on_rank_0_reaches_the_queues_of_rank_1(tmp_path):
             queue.push(tokens, torch.tensor([[2.0], [-1.0]]))
         trainer.share_programs()
         print(f"rank {team.rank} queue tops: {decode_batch(queue.tokens[:, 0])} {queue.rewards[:, 0].tolist()}")
+        try:  # ranks launched with different options are refused on every rank
+            team.require_same_command(f"--npe {team.rank}")
+        except ValueError as error:
+            print(f"rank {team.rank} refused: {error}")
     """)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("refused: the ranks have different options (rank 0: '--npe 0', rank 1: '--npe 1'); "
+                             "run the same synthenv command") == 2
     assert "rank 1 queue tops: [',[.,]'] [2.0]" in done.stdout
     assert "rank 0 queue tops: [',[.,]', ',[.,]'] [2.0, 2.0]" in done.stdout
 

@@ -82,6 +82,7 @@ class TableCommand:
                     self.keep(cells, specs, json_path, self.run_cell(task, algo))
         else:
             with team.guard():
+                team.require_same_command(self)
                 cells = self.run_over_ranks(team, specs, json_path)
             if not team.is_main:
                 return 0

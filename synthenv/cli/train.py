@@ -98,6 +98,7 @@ class TrainCommand:
             results = agents.train(config)
         else:
             with team.guard():
+                team.require_same_command(self)
                 if self.json_out and team.is_main:
                     require_writable(self.json_out, "--json-out")
                 results = distributed.train(config, team)  # the seeds split over the ranks; rank 0 gets all
