@@ -147,19 +147,20 @@ def start(device: str = "cpu", command: str = "") -> Team | None:
     backend = "nccl" if device.startswith("cuda") else "gloo"
     if device.startswith("cuda"):
         torch.cuda.set_device(local_rank)
-    if not dist.is_initialized():
-        store, rank, world_size = next(dist.rendezvous("env://", timeout=timedelta(seconds=timeout)))
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
-                                timeout=timedelta(seconds=timeout),
-                                device_id=torch.device(device) if backend == "nccl" else None)
-    else:  # a caller set the group up itself: use it (its store carries synthenv's keys too)
-        store = dist.distributed_c10d._get_default_store()
-        rank, world_size = dist.get_rank(), dist.get_world_size()
+    if dist.is_initialized():
+        raise RuntimeError("torch.distributed is initialized already; let synthenv.distributed.start() do it")
+    store, rank, world_size = next(dist.rendezvous("env://", timeout=timedelta(seconds=timeout)))
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout),
+                            device_id=torch.device(device) if backend == "nccl" else None)
     control = dist.new_group(backend="gloo") if backend == "nccl" else None
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")  # a restarted job starts on clean keys
-    team = Team(rank, world_size, local_rank, device, backend, timeout,
-                dist.PrefixStore(f"synthenv/{attempt}/", store), control, command)
-    team.watch()
+    prefix = f"synthenv/{attempt}/"
+    team = Team(rank, world_size, local_rank, device, backend, timeout, dist.PrefixStore(prefix, store), control,
+                command)
+    # the watcher's own connection to the same store (torchrun's agent, or rank 0, serves it at MASTER_ADDR)
+    watch_store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                                timeout=timedelta(seconds=timeout))
+    team.watch(dist.PrefixStore(prefix, watch_store))
     return team
 
 
@@ -291,13 +292,13 @@ class Team:
         """Another rank's failure report (``rank R failed: ...``), if any."""
         return _failure(self.store, self.rank)
 
-    def watch(self) -> None:
+    def watch(self, store: dist.Store) -> None:
         """Exit at once (code 1) when another rank reports a failure; rank 0 prints it first.
 
-        A daemon thread polls the store on its own connection, so it works while this rank computes or
-        waits in a collective that will never complete.
+        A daemon thread polls ``store`` (the job's store on a connection of its own: the main thread
+        may be using the other), so it works while this rank computes or waits in a collective that
+        will never complete.
         """
-        store = self.store.clone()  # its own connection: the main thread may be using the store
 
         def run() -> None:
             while not self._closing.wait(_POLL_S):
