@@ -8,6 +8,12 @@ or when the wall-clock budget (``seconds``) is spent, whichever binds first.
 
 The step path has no host synchronisation; the loop syncs every ``log_every`` steps (logging,
 stop and budget checks, checkpoints), at the points marked ``# sync point``.
+
+With ``share_every`` the members stop being independent runs: every ``share_every`` steps each
+member's queue of best programs (an algorithm's ``queue``, a ``ProgramQueue``) receives the best
+programs of every member, an island model. Under torchrun a ``Team`` (``synthenv.distributed``)
+joins the job's ranks: each trains its share of the seeds, the stop decision at each sync point is
+taken by all ranks together, and the sharing spans all ranks' members.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import torch
 
@@ -30,6 +37,7 @@ from . import make
 from .common import batch_statistics
 from .feedback import Feedback, feedback_features
 from .logger import RunLogger, run_dir_name
+from .priority_queue import ProgramQueue
 
 DEFAULT_NPE = 20_000_000
 """Default budget per seed: PQT's largest (20 M programs executed)."""
@@ -79,6 +87,10 @@ class TrainConfig:
     """Checkpoint to resume from (same task, algorithm, seeds and settings)."""
     max_train_steps: int | None = None
     """Stop after this many steps in total (None: only the budgets and success stop the job)."""
+    share_every: int = 0
+    """Steps between exchanges of best programs among the members, across ranks under torchrun (rounded up
+    to a multiple of ``log_every``); 0: none, each seed is an independent run. Algorithms without a
+    program queue (``ga``, ``random``, ``mutation``) share nothing."""
     progress: bool = True
     """Show a tqdm progress bar."""
 
@@ -102,6 +114,8 @@ class TrainConfig:
             raise ValueError(f"max_len must be at most {MAX_LEN} tokens, got {self.max_len}")
         if self.max_train_steps is not None:
             require_positive_int_fields(self, "max_train_steps")
+        if not isinstance(self.share_every, int) or isinstance(self.share_every, bool) or self.share_every < 0:
+            raise ValueError(f"share_every must be an int >= 0 (steps; 0: no sharing), got {self.share_every!r}")
 
 
 @dataclass(frozen=True)
@@ -124,11 +138,24 @@ class RunResult:
     """Programs executed per second by the whole job (all seeds, the agent included)."""
 
 
-class Trainer:
-    """Owns the env, the algorithm and the run's counters; ``run()`` trains to the end."""
+class Team(Protocol):
+    """The ranks of a job launched by torchrun, as the loop uses them (``synthenv.distributed.Team``)."""
 
-    def __init__(self, config: TrainConfig):
-        self.config = config
+    def all_done(self, done: bool) -> bool:
+        """Whether every rank is done (called by every rank at every sync point)."""
+
+    def all_gather(self, tensor: torch.Tensor, rows: int | None = None, fill: float = 0) -> torch.Tensor:
+        """Every rank's ``tensor [R, ...]`` padded to the same R with ``fill``: ``[W, R, ...]``."""
+
+
+class Trainer:
+    """Owns the env, the algorithm and the run's counters; ``run()`` trains to the end.
+
+    ``team``: this rank's team under torchrun (None: one process).
+    """
+
+    def __init__(self, config: TrainConfig, team: Team | None = None):
+        self.config, self.team = config, team
         self.device = resolve_device(config.device)  # before anything is allocated there
         self.task = tasks.from_spec(config.task)
         if config.log_dir is not None:
@@ -159,6 +186,7 @@ class Trainer:
         self.elapsed = 0.0  # wall-clock seconds of training so far (all sessions of a resumed run)
         self.step_seconds: list[float] = []  # elapsed at the end of each step (host clock, no sync)
         self.programs_executed = 0
+        self._shared_at = -1  # the step of the last exchange of programs (at most one per step)
         if config.resume:
             self.load(config.resume)
 
@@ -224,7 +252,7 @@ class Trainer:
         logger = RunLogger(config, self.task.name, self.run_dirs, self)
         start = time.perf_counter() - self.elapsed
         try:
-            while self.budget_allows_step() and not self.out_of_time():
+            while self.budget_allows_step() and not (self.team is None and self.out_of_time()):
                 if config.max_train_steps is not None and self.step_count >= config.max_train_steps:
                     break
                 stats, running = self.step()
@@ -241,11 +269,34 @@ class Trainer:
     def _sync(self, logger: RunLogger, final: bool = False) -> bool:
         """Log, checkpoint, and say whether the job is done. # sync point (once per log_every steps)."""
         active = self.active.tolist()  # sync point
+        done = not any(active) or self.out_of_time()
+        if self.team is not None:  # every rank takes the same decision, so all make the same collectives
+            done = self.team.all_done(done)
+        share_every = _multiple(self.config.share_every, self.config.log_every)  # 0: no sharing
+        if share_every and self.step_count % share_every == 0 and self._shared_at != self.step_count:
+            self.share_programs()
+            self._shared_at = self.step_count
         logger.log(self, active, final)
-        every = -(-self.config.checkpoint_every // self.config.log_every) * self.config.log_every
+        every = _multiple(self.config.checkpoint_every, self.config.log_every)
         if self.config.checkpoint and (final or self.step_count % every == 0):
             self.save(self.config.checkpoint)
-        return not any(active) or self.out_of_time()
+        return done
+
+    def share_programs(self) -> None:
+        """Push every member's best queued programs (all ranks' under a team) into every member's queue.
+
+        Fixed shapes on every rank: each sends its ``[S, K, L]`` queue padded to the largest S of any rank
+        with empty slots (reward -inf, never queued). # sync point (a collective under a team).
+        """
+        queue = getattr(self.algorithm, "queue", None)
+        if not isinstance(queue, ProgramQueue):
+            return  # the algorithm keeps no queue of programs: nothing to share
+        tokens, rewards = queue.tokens, queue.rewards  # [S, K, L], [S, K]
+        if self.team is not None:
+            tokens = self.team.all_gather(tokens)  # [W, S_max, K, L]
+            rewards = self.team.all_gather(rewards, rows=tokens.shape[1], fill=float("-inf"))  # [W, S_max, K]
+        s, length = self.num_members, tokens.shape[-1]
+        queue.push(tokens.reshape(1, -1, length).expand(s, -1, -1), rewards.reshape(1, -1).expand(s, -1))
 
     def solve_seconds(self) -> list[float | None]:
         """Per member: elapsed seconds at the end of its solving step, None if unsolved. # sync point."""
@@ -302,6 +353,11 @@ _STATE_KEYS = ("config", "algorithm", "step_count", "npe_done", "npe", "solved_n
                "best_tokens", "run_dirs", "elapsed", "step_seconds", "programs_executed")
 _RESUMABLE = ("npe", "seconds", "log_dir", "log_every", "checkpoint", "checkpoint_every", "resume",
               "max_train_steps", "progress")
+
+
+def _multiple(steps: int, log_every: int) -> int:
+    """``steps`` rounded up to a multiple of ``log_every`` (things done at sync points)."""
+    return -(-steps // log_every) * log_every
 
 
 def _comparable(config: TrainConfig, algo_config: object) -> dict:

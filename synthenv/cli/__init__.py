@@ -9,6 +9,8 @@ prints one line, ``synthenv <command>: error: <message>``, and exits with code 2
 parse errors (an unknown flag, a value of the wrong type, a config that refuses its values)
 exit with 2 as well. Ctrl-C prints one line and exits with 130. Anything else is a bug in
 synthenv and keeps its traceback; ``SYNTHENV_TRACEBACK=1`` shows the traceback of user errors too.
+Under torchrun the lines name the rank (``synthenv train (rank 1): error: ...``), and a rank that
+stops because another failed prints that rank's error in one line and exits with 1.
 """
 
 from __future__ import annotations
@@ -71,6 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _report(command, describe(error))
         return EXIT_USER_ERROR
+    except Exception as error:
+        from synthenv.distributed import EXIT_RANK_FAILED, RankFailed
+
+        if not isinstance(error, RankFailed) or os.environ.get("SYNTHENV_TRACEBACK"):
+            raise
+        _report(command, describe(error))
+        return EXIT_RANK_FAILED
 
 
 def describe(error: BaseException) -> str:
@@ -86,4 +95,6 @@ def describe(error: BaseException) -> str:
 
 def _report(command: str, message: str, prefix: str = "error: ") -> None:
     name = f"synthenv {command}" if command else "synthenv"
+    if os.environ.get("WORLD_SIZE", "1") not in ("", "1") and "RANK" in os.environ:  # launched by torchrun
+        name += f" (rank {os.environ['RANK']})"
     print(f"{name}: {prefix}{message}", file=sys.stderr, flush=True)

@@ -21,9 +21,10 @@ DEFAULT_TASKS = ("print-hello", "reverse-tune", "remove-char-tune", "shift-left"
 class TableCommand:
     """Run every (task, algorithm) pair for K seeds at one budget; write a markdown and a JSON table.
 
-    The K seeds of a pair train as one batched job. A cell reads 'successes/K' and the median time
-    and NPE to solve over the successful runs (the PQT paper's table reports successes and mean NPE;
-    both means and medians are in the JSON). Cells already in the JSON output with the same budget
+    The K seeds of a pair train as one batched job. Under torchrun ('torchrun --nproc-per-node N -m
+    synthenv table ...') the ranks take cells in turn and rank 0 writes the same table. A cell reads
+    'successes/K' and the median time and NPE to solve over the successful runs (the PQT paper's table
+    reports successes and mean NPE; both means and medians are in the JSON). Cells already in the JSON output with the same budget
     and seeds are reused, so an interrupted table resumes. An algorithm may carry config changes:
     'ppo:policy_fraction=0,restarts=False' is a column of its own (for ablations).
     """
@@ -69,21 +70,62 @@ class TableCommand:
         return [(task, algo) for task in names for algo in self.algos]
 
     def run(self) -> int:
+        from synthenv import distributed
+
         specs = self.cell_specs()
         json_path, md_path = Path(self.out + ".json"), Path(self.out + ".md")
-        require_writable(json_path, "--out")
-        cells = {} if self.fresh or not json_path.exists() else load_cells(json_path, self.budget())
-        for task, algo in specs:
-            if (task, algo) in cells:
-                continue
-            cells[(task, algo)] = cell = self.run_cell(task, algo)
-            print(cell_line(cell), flush=True)
-            json_path.write_text(json.dumps(self.document(cells, specs), indent=2))
+        team = distributed.start(self.device, "table")  # None unless launched by torchrun
+        if team is None:
+            cells = self.load(json_path)
+            for task, algo in specs:
+                if (task, algo) not in cells:
+                    self.keep(cells, specs, json_path, self.run_cell(task, algo))
+        else:
+            with team.guard():
+                team.require_same_command(self)
+                cells = self.run_over_ranks(team, specs, json_path)
+            if not team.is_main:
+                return 0
         document = self.document(cells, specs)
         json_path.write_text(json.dumps(document, indent=2))
         md_path.write_text(render_markdown(document))
         print(render_markdown(document))
         return 0
+
+    def load(self, json_path: Path) -> dict:
+        """The cells an earlier run of this table left in ``json_path`` (none with ``--fresh``)."""
+        require_writable(json_path, "--out")
+        return {} if self.fresh or not json_path.exists() else load_cells(json_path, self.budget())
+
+    def keep(self, cells: dict, specs: list[tuple[str, str]], json_path: Path, cell: dict) -> None:
+        """Record a finished cell: print its line, rewrite the JSON (what a resumed table reuses)."""
+        cells[(cell["task"], cell["algo"])] = cell
+        print(cell_line(cell), flush=True)
+        json_path.write_text(json.dumps(self.document(cells, specs), indent=2))
+
+    def run_over_ranks(self, team, specs: list[tuple[str, str]], json_path: Path) -> dict:
+        """Every rank takes the next cell left to do from a shared counter (greedy) and posts its result;
+        rank 0 writes each result as it comes (between its own cells) and returns them all (the
+        others return None). Cells are seeded per seed, so a cell does not depend on the rank."""
+        cells = self.load(json_path) if team.is_main else None
+        todo = team.broadcast([key for key in specs if key not in cells] if team.is_main else None)
+        worker = dataclasses.replace(self, device=team.device, progress=self.progress and team.is_main)
+        waiting = list(range(len(todo)))  # rank 0: cells not yet written
+
+        def gather(wait: bool) -> None:
+            for index in list(waiting):
+                cell = team.collect(f"cell/{index}", wait=wait)
+                if cell is not None:
+                    self.keep(cells, specs, json_path, cell)
+                    waiting.remove(index)
+
+        while (index := team.claim("cells")) < len(todo):
+            team.post(f"cell/{index}", worker.run_cell(*todo[index]))
+            if team.is_main:
+                gather(wait=False)
+        if team.is_main:
+            gather(wait=True)
+        return cells
 
     def budget(self) -> dict:
         """What makes two tables' cells comparable (a resumed table reuses cells with the same budget)."""

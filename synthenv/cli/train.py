@@ -64,6 +64,9 @@ class TrainCommand:
     """Resume from this checkpoint (same settings; --npe and --seconds may grow)."""
     json_out: str | None = None
     """Also write the per-seed results as JSON here."""
+    share_every: int = 0
+    """Steps between exchanges of the members' best programs (an island model over all seeds, on every rank
+    under torchrun; ppo and the PQT agents); 0: the seeds are independent runs."""
     progress: bool = True
     """Show a progress bar."""
     config: object = None
@@ -80,15 +83,27 @@ class TrainCommand:
             seeds=tuple(range(self.seed, self.seed + self.num_seeds)), algo_config=self.config,
             backend=self.backend, engine=self.engine, device=self.device, max_len=self.max_len, log_dir=self.log_dir,
             log_every=self.log_every, checkpoint=self.checkpoint, checkpoint_every=self.checkpoint_every,
-            resume=self.resume, progress=self.progress)
+            resume=self.resume, share_every=self.share_every, progress=self.progress)
 
     def run(self) -> int:
-        from synthenv import agents
+        from synthenv import agents, distributed
 
         config = self.train_config()
-        if self.json_out:
-            require_writable(self.json_out, "--json-out")
-        results = agents.train(config)
+        team = distributed.start(self.device, "train")  # None unless launched by torchrun
+        if team is None:
+            if config.resume:
+                distributed.single_process_resume(config.resume)
+            if self.json_out:
+                require_writable(self.json_out, "--json-out")
+            results = agents.train(config)
+        else:
+            with team.guard():
+                team.require_same_command(self)
+                if self.json_out and team.is_main:
+                    require_writable(self.json_out, "--json-out")
+                results = distributed.train(config, team)  # the seeds split over the ranks; rank 0 gets all
+            if results is None:
+                return 0
         print(summary(results))
         if self.json_out:
             with open(self.json_out, "w") as f:
