@@ -35,11 +35,8 @@ class BenchAgentsCommand:
     """Write one JSON record per algorithm here (checked before anything runs)."""
 
     def run(self) -> int:
-        import platform
-
-        import torch
-
         from synthenv.agents.throughput import measure
+        from synthenv.bench import hardware, hardware_caption
         from synthenv.checks import require_positive_int, require_writable
         from synthenv.cli.table import parse_algo
         from synthenv.tasks import from_spec
@@ -50,8 +47,8 @@ class BenchAgentsCommand:
             require_positive_int(name, getattr(self, name))
         if self.json:
             require_writable(self.json, "--json")
-        print(f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, task "
-              f"{self.task}, {self.seeds} seeds per job")
+        machine = hardware()
+        print(f"{hardware_caption(machine)}; task {self.task}, {self.seeds} seeds per job")
         print(f"{'algorithm':>28} {'programs/step':>13} {'agent prog/s':>13} {'env alone':>12} {'ratio':>6}")
         records = []
         for spec, algo, config in specs:
@@ -59,7 +56,7 @@ class BenchAgentsCommand:
                              self.steps, self.replay, self.device)
             print(f"{spec:>28} {result.batch:>13,} {result.agent_programs_per_s:>13,.0f} "
                   f"{result.env_programs_per_s:>12,.0f} {result.ratio:>6.2f}", flush=True)
-            records.append({"spec": spec, **dataclasses.asdict(result), "ratio": result.ratio})
+            records.append({"spec": spec, **dataclasses.asdict(result), "ratio": result.ratio, "hardware": machine})
         if self.json:
             Path(self.json).write_text(json.dumps(records, indent=2))
         return 0
