@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from synthenv.checks import require_positive_int_fields
+from synthenv.checks import require_finite_fields, require_positive_int_fields
 
 from .buffers import Rollout, program_mask, sample_programs, token_log_probs
 from .common import (clip_grad_norm_per_member, generator_states, load_generator_states, masked_mean,
@@ -63,11 +63,9 @@ class PGConfig:
 
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "batch_size", "queue_size", "queue_samples")
-        if not 0.0 <= self.baseline_decay < 1.0:
-            raise ValueError(f"baseline_decay must be in [0, 1), got {self.baseline_decay!r}")
-        if self.learning_rate <= 0 or self.max_grad_norm <= 0:
-            raise ValueError("learning_rate and max_grad_norm must be > 0, got "
-                             f"{self.learning_rate!r} and {self.max_grad_norm!r}")
+        require_finite_fields(self, "learning_rate", "max_grad_norm", low=0.0, low_open=True)
+        require_finite_fields(self, "entropy_coef", "pg_weight", "queue_weight", low=0.0)
+        require_finite_fields(self, "baseline_decay", "rmsprop_decay", low=0.0, high=1.0, high_open=True)
 
 
 PRESETS = {

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from synthenv.checks import require_positive_int_fields
+from synthenv.checks import require_finite_fields, require_positive_int_fields
 from synthenv.syncpoints import sync_point
 
 from .common import clip_grad_norm_per_member, generator_states, load_generator_states, masked_mean, member_generators
@@ -108,20 +108,13 @@ class PPOConfig:
                                     "max_edits", "queue_size", "update_every", "update_batch", "update_epochs")
         if self.batch_size % self.islands:
             raise ValueError(f"islands={self.islands} must divide batch_size={self.batch_size} (children per island)")
-        for name in ("splice_fraction", "policy_fraction"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        require_finite_fields(self, "splice_fraction", "policy_fraction", low=0.0, high=1.0)
         if self.splice_fraction + self.policy_fraction > 1.0:
             raise ValueError(f"splice_fraction + policy_fraction must be <= 1, got {self.splice_fraction} + "
                              f"{self.policy_fraction}")
-        if not 0.0 <= self.risk_quantile < 1.0:
-            raise ValueError(f"risk_quantile must be in [0, 1), got {self.risk_quantile!r}")
-        for name in ("learning_rate", "max_grad_norm", "clip_coef"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("pg_weight", "queue_weight", "entropy_coef"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        require_finite_fields(self, "risk_quantile", low=0.0, high=1.0, high_open=True)
+        require_finite_fields(self, "learning_rate", "max_grad_norm", "clip_coef", low=0.0, low_open=True)
+        require_finite_fields(self, "pg_weight", "queue_weight", "entropy_coef", low=0.0)
         if self.editor.max_edits != self.max_edits:
             object.__setattr__(self, "editor", dataclasses.replace(self.editor, max_edits=self.max_edits))
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from synthenv.checks import require_positive_int_fields
+from synthenv.checks import require_finite_fields, require_positive_int_fields
 from synthenv.language import VOCAB_SIZE
 
 from .common import generator_states, load_generator_states, member_generators
@@ -46,11 +46,8 @@ class GAConfig:
             raise ValueError(f"batch_size (the population) must be an even int >= 2, got {self.batch_size!r}")
         if not isinstance(self.hall_of_fame, int) or not 0 <= self.hall_of_fame < self.batch_size:
             raise ValueError(f"hall_of_fame must be an int in [0, batch_size), got {self.hall_of_fame!r}")
-        for name in ("crossover_prob", "mutation_prob"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
-        if self.fitness_floor <= 0:
-            raise ValueError(f"fitness_floor must be > 0 (roulette weights), got {self.fitness_floor!r}")
+        require_finite_fields(self, "crossover_prob", "mutation_prob", low=0.0, high=1.0)
+        require_finite_fields(self, "fitness_floor", low=0.0, low_open=True)  # roulette weights must be positive
 
 
 def _uniform_commands(generators: list[torch.Generator], shape: tuple[int, ...], device: torch.device):

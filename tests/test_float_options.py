@@ -1,4 +1,4 @@
-"""Every float option of the non-agent configs is checked finite and in range when the config is built."""
+"""Every float option of the configs is checked finite and in range when the config is built."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from synthenv.agents import GAConfig, MutationConfig, PGConfig, PPOConfig, RandomConfig
 from synthenv.cli.compiler_report import CompilerReportCommand
 from synthenv.compilers.hybrid import HybridConfig
 from synthenv.compilers.neural_train import TrainConfig as CompilerTrainConfig
@@ -24,6 +25,22 @@ CASES = [
     (CompilerTrainConfig, "truncate_prob", [NAN, -0.5, 1.5], r"\[0, 1\]"),
     (HybridConfig, "reward_threshold", [NAN, INF, -INF], ""),
     (CompilerReportCommand, "delta", [NAN, 0.0, 1.0], r"\(0, 1\)"),
+    (PPOConfig, "learning_rate", [NAN, INF, 0.0, -1e-3], r"\(0, inf\)"),
+    (PPOConfig, "entropy_coef", [NAN, INF, -0.1], r"\[0, inf\)"),
+    (PPOConfig, "queue_weight", [NAN, INF, -1.0], r"\[0, inf\)"),
+    (PPOConfig, "pg_weight", [NAN, INF, -1.0], r"\[0, inf\)"),
+    (PPOConfig, "clip_coef", [NAN, INF, 0.0], r"\(0, inf\)"),
+    (PPOConfig, "max_grad_norm", [NAN, INF, 0.0], r"\(0, inf\)"),
+    (PPOConfig, "risk_quantile", [NAN, 1.0, -0.1], r"\[0, 1\)"),
+    (PPOConfig, "policy_fraction", [NAN, 1.5, -0.1], r"\[0, 1\]"),
+    (PPOConfig, "splice_fraction", [NAN, 1.5, -0.1], r"\[0, 1\]"),
+    (PGConfig, "learning_rate", [NAN, INF, 0.0], r"\(0, inf\)"),
+    (PGConfig, "entropy_coef", [NAN, INF, -0.5], r"\[0, inf\)"),
+    (PGConfig, "queue_weight", [NAN, INF, -0.5], r"\[0, inf\)"),
+    (PGConfig, "baseline_decay", [NAN, 1.0, -0.1], r"\[0, 1\)"),
+    (PGConfig, "rmsprop_decay", [NAN, 1.0], r"\[0, 1\)"),
+    (GAConfig, "mutation_prob", [NAN, 1.5, -0.1], r"\[0, 1\]"),
+    (GAConfig, "fitness_floor", [NAN, INF, 0.0], r"\(0, inf\)"),
 ]
 
 
@@ -44,3 +61,18 @@ def test_cross_field_rules_still_hold():
         AuditConfig(min_rate=0.5, max_rate=0.1)
     with pytest.raises(ValueError, match="warmup must be an int >= 0"):
         CompilerTrainConfig(warmup=-1)
+
+
+def test_the_configs_without_float_options_have_none():
+    import dataclasses
+
+    for config in (MutationConfig, RandomConfig):
+        assert not [f.name for f in dataclasses.fields(config) if f.type in (float, "float")]
+
+
+def test_a_nan_entropy_coefficient_from_the_shell_is_a_one_line_error(capsys):
+    from synthenv.cli import main
+
+    assert main(["train", "--entropy-coef", "nan", "--no-progress", "--log-dir", "None"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("synthenv train: error: entropy_coef must be a finite float") and err.count("\n") == 1
