@@ -190,13 +190,29 @@ def _parse_value(spec: str, key: str, text: str, kind: object) -> object:
     return text
 
 
+def censored_median(values: list[float | None]) -> float | None:
+    """The median of per-run values where None (an unsolved run) is longer than any value; None when
+    fewer than half the runs have a value.
+
+    >>> censored_median([3.0, None, 1.0]), censored_median([3.0, None, None]), censored_median([4.0, 2.0])
+    (3.0, None, 3.0)
+    """
+    ranked = sorted(values, key=lambda v: (v is None, v or 0.0))
+    middle = statistics.median_low(range(len(ranked))), statistics.median_high(range(len(ranked)))
+    picked = [ranked[i] for i in middle]
+    return None if None in picked else sum(picked) / 2
+
+
 def summarize_cell(task: str, algo: str, results, wall: float) -> dict:
     """A table cell from one job's per-seed results."""
     solved = [r for r in results if r.solved]
     median = lambda values: statistics.median(values) if values else None  # noqa: E731
     return {"task": task, "algo": algo, "runs": len(results), "successes": len(solved),
             "mean_npe": sum(r.npe for r in solved) / len(solved) if solved else None,
-            "median_npe": median([r.npe for r in solved]), "median_seconds": median([r.seconds for r in solved]),
+            "median_npe": censored_median([r.npe if r.solved else None for r in results]),
+            "median_seconds": censored_median([r.seconds if r.solved else None for r in results]),
+            "median_npe_solved": median([r.npe for r in solved]),
+            "median_seconds_solved": median([r.seconds for r in solved]),
             "mean_best_reward": sum(r.best_reward for r in results) / len(results),
             "programs_per_s": results[0].programs_per_s, "wall_s": wall,
             "results": [dataclasses.asdict(r) for r in results]}
@@ -210,11 +226,20 @@ def cell_line(cell: dict) -> str:
 
 
 def load_cells(path: Path, budget: dict) -> dict:
-    """Cells of an earlier run of the same table (same budget), keyed by (task, algo)."""
+    """Cells of an earlier run of the same table (same budget), keyed by (task, algo); each summary is
+    recomputed from its per-seed results, so a table written by an older version reads the same."""
+    from synthenv.agents import RunResult
+
     document = json.loads(path.read_text())
     if any(document.get(key) != value for key, value in budget.items()):
         return {}
-    return {(c["task"], c["algo"]): c for c in document.get("cells", [])}
+    cells = {}
+    for cell in document.get("cells", []):
+        if "results" in cell:
+            results = [RunResult(**{f.name: r[f.name] for f in dataclasses.fields(RunResult)}) for r in cell["results"]]
+            cell = summarize_cell(cell["task"], cell["algo"], results, cell["wall_s"])
+        cells[(cell["task"], cell["algo"])] = cell
+    return cells
 
 
 def _fmt_npe(value: float | None) -> str:
@@ -244,7 +269,7 @@ def render_markdown(document: dict) -> str:
             cell = cells.get((task, algo))
             row.append("" if cell is None else f"{cell['successes']}/{cell['runs']}" + (
                 f" ({_fmt_seconds(cell.get('median_seconds'))}, {_fmt_npe(cell.get('median_npe'))})"
-                if cell["successes"] else ""))
+                if cell.get("median_seconds") is not None else ""))
         lines.append(f"| {task} | " + " | ".join(row) + " |")
     if len(cells) > 1:
         totals = [str(sum(c["successes"] > 0 for key, c in cells.items() if key[1] == a)) for a in algos]
