@@ -12,9 +12,10 @@ from typing import Protocol
 
 import torch
 
-from synthenv.language import EOS, Status
+from synthenv.language import Status
 
 from .feedback import Feedback
+from .variation import program_lengths
 
 
 class Algorithm(Protocol):
@@ -80,7 +81,7 @@ def clip_grad_norm_per_member(parameters: list[torch.nn.Parameter], max_norm: fl
 def batch_statistics(tokens: torch.Tensor, rewards: torch.Tensor, solved: torch.Tensor,
                      status: torch.Tensor) -> dict[str, torch.Tensor]:
     """Per-member means over one batch: ``[S, B, ...]`` inputs -> ``[S]`` statistics."""
-    lengths = torch.cumprod(tokens != EOS, dim=-1).sum(-1).float()  # [S, B]
+    lengths = program_lengths(tokens).float()  # [S, B]
     return {
         "charts/episodic_return": rewards.float().mean(1),
         "charts/success_rate": solved.float().mean(1),

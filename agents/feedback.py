@@ -70,11 +70,11 @@ def feedback_features(obs: dict[str, torch.Tensor], expected: torch.Tensor, expe
     passed = obs["case_passed"].bool()
     num_cases = status.shape[1]
     width = expected.shape[1]
-    produced = obs["outputs"][..., :width].long()  # [N, K, M]
+    produced = obs["outputs"][..., :width]  # [N, K, M]
     t = torch.arange(width, device=expected.device)
-    in_target = t < wanted[..., None]  # [1, K, M]
-    right = (produced == expected[None].long()) & (t < lengths[..., None]) & in_target
-    positions = in_target.sum((1, 2)).clamp(min=1)  # [1]
+    # a failed or aborted case has no output (the Execution contract), so printed positions are ok ones
+    right = (produced == expected[None].to(produced.dtype)) & (t < torch.minimum(lengths, wanted)[..., None])
+    positions = wanted.sum().clamp(min=1)  # expected positions over all cases
 
     def rate(mask: torch.Tensor) -> torch.Tensor:
         return (mask & ok).float().sum(1) / num_cases
@@ -87,6 +87,6 @@ def feedback_features(obs: dict[str, torch.Tensor], expected: torch.Tensor, expe
         rate(lengths > wanted),
         rate((lengths == wanted) & ~passed),
         obs["case_rewards"].float().mean(1) / 4.0,
-        torch.cumprod(obs["program"] != 0, dim=1).sum(1).float() / max_len,
-        (right & ok[..., None]).float().sum((1, 2)) / positions,
+        (obs["program"] != 0).sum(1).float() / max_len,  # the env's programs are EOS-padded after the end
+        right.sum((1, 2)).float() / positions,
     ], dim=1)

@@ -48,13 +48,24 @@ def member_commands(generators: list[torch.Generator], shape: tuple[int, ...], d
 
 
 def program_lengths(tokens: torch.Tensor) -> torch.Tensor:
-    """``[...]`` int64: tokens before the first EOS of each row of ``tokens [..., L]``."""
-    return torch.cumprod(tokens != EOS, dim=-1).sum(-1)
+    """``[...]`` int64: tokens before the first EOS of each row of ``tokens [..., L]``.
+
+    The position of the first EOS by ``argmax`` (two vectorised reductions; a cumulative
+    product over the row is a sequential scan, several times slower on a CPU).
+
+    >>> program_lengths(torch.tensor([[3, 0, 5], [1, 2, 3]])).tolist()
+    [1, 3]
+    """
+    if tokens.shape[-1] == 0:
+        return torch.zeros(tokens.shape[:-1], dtype=torch.int64, device=tokens.device)
+    ends = tokens == EOS
+    return torch.where(ends.any(-1), ends.to(torch.uint8).argmax(-1), tokens.shape[-1])
 
 
 def canonical(tokens: torch.Tensor) -> torch.Tensor:
     """Rows with everything from the first EOS on set to EOS (the form every agent pushes)."""
-    return tokens * torch.cumprod(tokens != EOS, dim=-1)
+    return torch.where(torch.arange(tokens.shape[-1], device=tokens.device) < program_lengths(tokens)[..., None],
+                       tokens, EOS)
 
 
 def random_programs(generators: list[torch.Generator], shape: tuple[int, ...], max_len: int, longest: int,
