@@ -23,8 +23,10 @@ class TableCommand:
 
     The K seeds of a pair train as one batched job. Under torchrun ('torchrun --nproc-per-node N -m
     synthenv table ...') the ranks take cells in turn and rank 0 writes the same table. A cell reads
-    'successes/K' and the median time and NPE to solve over the successful runs (the PQT paper's table
-    reports successes and mean NPE; both means and medians are in the JSON). Cells already in the JSON output with the same budget
+    'successes/K' and the median time and NPE to solve over all K runs, an unsolved run counting as
+    longer than any ('-' when fewer than half solved). The PQT paper's table reports successes and the
+    mean NPE of the successful runs; the JSON has both, and the successes-only medians. Time is the
+    job's wall clock, the K seeds sharing the machine. Cells already in the JSON output with the same budget
     and seeds are reused, so an interrupted table resumes. An algorithm may carry config changes:
     'ppo:policy_fraction=0,restarts=False' is a column of its own (for ablations).
     """
