@@ -97,6 +97,9 @@ def test_seconds_bound_the_run_and_the_summary_says_so(tmp_path, capsys):
                  "--log-dir", "None", "--no-progress", "--log-every", "1", "--json-out", str(tmp_path / "o.json")]) == 0
     (result,) = json.loads((tmp_path / "o.json").read_text())
     assert not result["solved"] and 0.5 <= result["seconds"] < 5 and result["npe"] < agents.TrainConfig().npe
+    out = capsys.readouterr().out
+    assert f"seed 0: not solved in {result['npe']:,} programs" in out
+    assert "reverse / random: solved 0/1, mean NPE to solve -;" in out
 
 
 def _fields(config, prefix=""):

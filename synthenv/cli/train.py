@@ -148,8 +148,8 @@ def summary(results) -> str:
         lines.append(f"seed {r.seed}: {outcome}; best reward {r.best_reward:.4f}: {r.best_program!r}"
                      + (f"  [{r.run_dir}]" if r.run_dir else ""))
     solved = [r for r in results if r.solved]
-    mean = sum(r.npe for r in solved) / len(solved) if solved else float("nan")
+    mean = f"{sum(r.npe for r in solved) / len(solved):,.0f}" if solved else "-"
     speed = results[0].programs_per_s if results else 0.0
     lines.append(f"{results[0].task} / {results[0].algo}: solved {len(solved)}/{len(results)}, mean NPE to solve "
-                 f"{mean:,.0f}; {speed:,.0f} programs/s (agent included)")
+                 f"{mean}; {speed:,.0f} programs/s (agent included)")
     return "\n".join(lines)
