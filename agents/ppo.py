@@ -25,8 +25,10 @@ which policy variants improve on their parent beside the rate of random variants
 (``charts/improve_rate_policy`` and ``charts/improve_rate_random``).
 
 The ablation switches (``policy_fraction=0``, ``pg_weight=0``, ``queue_weight=0``,
-``feedback=False``, ``splice_fraction=0``, ``restarts=False``, ``islands=1``) turn each
-ingredient off; BENCHMARKS.md measures each. No host synchronisation anywhere in a step.
+``feedback=False``, ``splice_fraction=0``, ``restarts=False``, ``drift=False``, ``islands=1``)
+turn each ingredient off (``tests/test_agents_default.py`` checks that each changes what the
+agent does); ``synthenv table --algos ppo ppo:policy_fraction=0 ...`` compares them. No host
+synchronisation in a step except the documented ``cpu_optimizer`` sync point (a CPU-only Adam step).
 """
 
 from __future__ import annotations
