@@ -15,6 +15,8 @@ import torch
 
 from synthenv.language import Status
 
+from .variation import program_lengths
+
 FEATURES = ("reward", "passed", "failed", "too_short", "too_long", "wrong_values", "case_reward", "length",
             "positions_right")
 """Names of the ``features`` columns, in order."""
@@ -87,6 +89,6 @@ def feedback_features(obs: dict[str, torch.Tensor], expected: torch.Tensor, expe
         rate(lengths > wanted),
         rate((lengths == wanted) & ~passed),
         obs["case_rewards"].float().mean(1) / 4.0,
-        (obs["program"] != 0).sum(1).float() / max_len,  # the env's programs are EOS-padded after the end
+        program_lengths(obs["program"]).float() / max_len,
         right.sum((1, 2)).float() / positions,
     ], dim=1)
