@@ -27,6 +27,7 @@ from torch import nn
 
 from synthenv.checks import require_positive_int_fields
 from synthenv.language import CLOSE, EOS, OPEN, VOCAB_SIZE
+from synthenv.syncpoints import sync_point
 
 from .buffers import MASKED_LOGIT
 from .variation import DELETE, NUM_COMMANDS, NUM_KINDS, Edits, member_uniform, program_lengths
@@ -129,26 +130,41 @@ class EditPolicy(nn.Module):
     def forward(self, parents: torch.Tensor, features: torch.Tensor) -> EditLogits:
         """Logits for ``parents [S, N, L]`` with feedback ``features [S, N, F]``."""
         s, n, length = parents.shape
-        padded = nn.functional.pad(parents, (0, 1), value=EOS)  # [S, N, P]: slot L is the append position
-        steps = (padded == OPEN).long() - (padded == CLOSE).long()
-        depth = (steps.cumsum(-1) - (padded == OPEN).long()).clamp(0, MAX_DEPTH)  # depth before each token
-        members = torch.arange(s, device=parents.device)[:, None, None]
-        x = self.tokens[members, padded] + self.depths[members, depth]  # [S, N, P, E]
-        x = x.permute(1, 0, 3, 2).reshape(n, -1, length + 1)  # [N, S*E, P]
+        lengths = program_lengths(parents)  # [S, N]
+        width = self._width(lengths, length)  # P' <= P positions: every edit position and what it reads
+        padded = nn.functional.pad(parents, (0, 1), value=EOS)[..., :width]  # [S, N, P']: slot L appends
+        opens = (padded == OPEN).long()
+        depth = ((opens - (padded == CLOSE).long()).cumsum(-1) - opens).clamp(0, MAX_DEPTH)  # depth before each token
+        # token and depth embeddings summed, looked up in one [S * V * D, E] table
+        table = (self.tokens[:, :, None, :] + self.depths[:, None, :, :]).reshape(-1, self.tokens.shape[-1])
+        combos = VOCAB_SIZE * (MAX_DEPTH + 1)
+        index = padded * (MAX_DEPTH + 1) + depth + combos * torch.arange(s, device=parents.device)[:, None, None]
+        x = _Lookup.apply(table, index)  # [S, N, P', E]
+        x = x.permute(1, 0, 3, 2).reshape(n, -1, width)  # [N, S*E, P']
         weight = self.conv.reshape(-1, *self.conv.shape[2:])  # [S*H, E, k]
         hidden = nn.functional.conv1d(x, weight, self.conv_bias.reshape(-1), padding=self.config.kernel // 2,
-                                      groups=s)  # [N, S*H, P]
-        hidden = hidden.view(n, s, -1, length + 1).permute(1, 0, 3, 2)  # [S, N, P, H]
+                                      groups=s)  # [N, S*H, P']
+        hidden = hidden.view(n, s, -1, width).permute(1, 0, 3, 2)  # [S, N, P', H]
         hidden = hidden + torch.bmm(features, self.film)[:, :, None, :]  # the feedback shifts every position
-        hidden = torch.relu(hidden).reshape(s, n * (length + 1), -1)
+        hidden = torch.relu(hidden).reshape(s, n * width, -1)
         hidden = hidden + torch.relu(torch.baddbmm(self.mix_bias[:, None, :], hidden, self.mix))
-        where = torch.bmm(hidden, self.where_head).view(s, n, length + 1)  # [S, N, P]
-        hidden = hidden.view(s, n, length + 1, -1)
-        lengths = program_lengths(parents)  # [S, N]
-        p = torch.arange(length + 1, device=parents.device)
-        position_ok = (p <= lengths[..., None]) & (p < length + (lengths < length).long()[..., None])  # full: no append
-        return EditLogits(torch.where(position_ok, where, MASKED_LOGIT), torch.bmm(hidden.mean(2), self.count_head),
+        where = torch.bmm(hidden, self.where_head).view(s, n, width)  # [S, N, P']
+        hidden = hidden.view(s, n, width, -1)
+        p = torch.arange(width, device=parents.device)
+        inside = p <= lengths[..., None]  # [S, N, P']: the program's tokens and the slot after it
+        position_ok = inside & (p < length + (lengths < length).long()[..., None])  # full: no append
+        pooled = (hidden * inside[..., None]).sum(2) / (lengths + 1)[..., None]  # [S, N, H], padding-free
+        return EditLogits(torch.where(position_ok, where, MASKED_LOGIT), torch.bmm(pooled, self.count_head),
                           hidden, lengths, self.heads)
+
+    def _width(self, lengths: torch.Tensor, length: int) -> int:
+        """Positions the pass needs: up to the longest program's append slot plus the convolution's
+        reach, so every edit position reads exactly what it would in the full ``L + 1`` width.
+        Read on the host on the CPU only (free there); on a GPU the full width (no sync)."""
+        if not _width_on_host(lengths.device) or lengths.numel() == 0:
+            return length + 1
+        with sync_point("editor_width"):
+            return min(length + 1, int(lengths.max()) + 1 + self.config.kernel // 2)
 
     @torch.no_grad()
     def sample(self, parents: torch.Tensor, features: torch.Tensor,
@@ -169,6 +185,30 @@ class EditPolicy(nn.Module):
         active = torch.arange(e, device=parents.device) < count[..., None]
         edits = Edits(where, kinds, tokens, active)
         return edits, edit_log_probs(logits, edits)
+
+
+def _width_on_host(device: torch.device) -> bool:
+    """Whether reading a batch's longest program on the host is free: on the CPU only (the sync
+    tests turn it off to run the GPU path on the CPU)."""
+    return device.type == "cpu"
+
+
+class _Lookup(torch.autograd.Function):
+    """``table[index]`` for ``table [R, E]``, with a backward by ``index_add_`` (several times
+    faster on a CPU than the accumulating ``index_put`` of advanced indexing; same values up to
+    the order of float additions)."""
+
+    @staticmethod
+    def forward(ctx, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(index)
+        ctx.rows = table.shape[0]
+        return table.index_select(0, index.reshape(-1)).view(*index.shape, table.shape[1])
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (index,) = ctx.saved_tensors
+        flat = grad.reshape(-1, grad.shape[-1])
+        return flat.new_zeros(ctx.rows, flat.shape[1]).index_add_(0, index.reshape(-1), flat), None
 
 
 def _gumbel(uniform: torch.Tensor) -> torch.Tensor:

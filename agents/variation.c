@@ -6,7 +6,7 @@
  * Programs are int64 token rows, EOS (0) after the end; tests/test_agents_variation.py checks
  * every function against its torch twin.
  *
- * Entry points: synthenv_apply_edits, synthenv_splice, synthenv_row_hashes.
+ * Entry points: synthenv_apply_edits, synthenv_splice, synthenv_row_hashes, synthenv_program_lengths.
  */
 
 #include <omp.h>
@@ -87,4 +87,11 @@ void synthenv_row_hashes(const i64 *tokens, i64 n, i64 length, const i64 *multip
         for (i64 t = 0; t < length; t++) h += (u64)tokens[r * length + t] * (u64)multipliers[t];
         out[r] = (i64)h;
     }
+}
+
+/* program_lengths: tokens before the first EOS of each row. */
+void synthenv_program_lengths(const i64 *tokens, i64 n, i64 length, i64 *out, int num_threads) {
+    if (num_threads <= 0) num_threads = omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(num_threads)
+    for (i64 r = 0; r < n; r++) out[r] = row_length(tokens + r * length, length);
 }

@@ -47,17 +47,27 @@ def member_commands(generators: list[torch.Generator], shape: tuple[int, ...], d
     return torch.stack([torch.randint(1, VOCAB_SIZE, shape, generator=g, device=device) for g in generators])
 
 
-def program_lengths(tokens: torch.Tensor) -> torch.Tensor:
+def program_lengths(tokens: torch.Tensor, impl: str = "auto") -> torch.Tensor:
     """``[...]`` int64: tokens before the first EOS of each row of ``tokens [..., L]``.
 
-    The position of the first EOS by ``argmax`` (two vectorised reductions; a cumulative
-    product over the row is a sequential scan, several times slower on a CPU).
+    ``impl``: as in ``apply_edits``. The C path (CPU int64 tensors) is one short loop per row;
+    the torch path finds the first EOS by ``argmax`` (two vectorised reductions; a cumulative
+    product over the row is a sequential scan, several times slower).
 
     >>> program_lengths(torch.tensor([[3, 0, 5], [1, 2, 3]])).tolist()
     [1, 3]
     """
     if tokens.shape[-1] == 0:
         return torch.zeros(tokens.shape[:-1], dtype=torch.int64, device=tokens.device)
+    _check_impl(impl)
+    lib = _native(tokens) if impl != "torch" and tokens.dtype == torch.int64 else None
+    if impl == "native" and lib is None:
+        raise RuntimeError("impl='native' needs int64 CPU tensors and a working C compiler; use impl='torch'")
+    if lib is not None:
+        rows = tokens.reshape(-1, tokens.shape[-1]).contiguous()
+        out = torch.empty(rows.shape[0], dtype=torch.int64)
+        lib.program_lengths(rows.data_ptr(), rows.shape[0], rows.shape[1], out.data_ptr(), 0)
+        return out.view(tokens.shape[:-1])
     ends = tokens == EOS
     return torch.where(ends.any(-1), ends.to(torch.uint8).argmax(-1), tokens.shape[-1])
 
@@ -79,8 +89,9 @@ def random_programs(generators: list[torch.Generator], shape: tuple[int, ...], m
     """
     longest = max(1, min(longest, max_len))
     lengths = 1 + (member_uniform(generators, shape, device) * longest).long()  # [S, *shape]
-    tokens = member_commands(generators, (*shape, max_len), device)
-    return torch.where(torch.arange(max_len, device=device) < lengths[..., None], tokens, EOS)
+    tokens = member_commands(generators, (*shape, longest), device)  # only the columns a program can reach
+    tokens = torch.where(torch.arange(longest, device=device) < lengths[..., None], tokens, EOS)
+    return torch.nn.functional.pad(tokens, (0, max_len - longest), value=EOS)
 
 
 @dataclass(frozen=True)
@@ -295,7 +306,8 @@ def _library() -> SimpleNamespace:
     return SimpleNamespace(
         apply_edits=native_build.bind("synthenv_apply_edits", [p, i64, i64, p, p, p, p, i64, p, i32]),
         splice=native_build.bind("synthenv_splice", [p, p, p, i64, i64, p, i32], None),
-        row_hashes=native_build.bind("synthenv_row_hashes", [p, i64, i64, p, p, i32], None))
+        row_hashes=native_build.bind("synthenv_row_hashes", [p, i64, i64, p, p, i32], None),
+        program_lengths=native_build.bind("synthenv_program_lengths", [p, i64, i64, p, i32], None))
 
 
 def _native(*tensors: torch.Tensor) -> SimpleNamespace | None:

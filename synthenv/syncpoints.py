@@ -30,6 +30,8 @@ SYNC_POINTS: dict[str, str] = {
                     "recompiled by the traditional compiler) and the counts that feed the error bound",
     "neural_width": "the neural compiler's bracket width read on the host: always on the CPU (free there), on "
                     "CUDA only with sync_width=True",
+    "editor_width": "the default agent's edit policy reads its batch's longest program on the host to skip the "
+                    "padding: on the CPU only (free there); on CUDA it always runs the full width, no sync",
     "cpu_pipeline": "the cpu backend copies programs to the host and back by design (the baseline)",
     "cpu_optimizer": "on the CPU only: PyTorch's Adam reads its step count on the host (its capturable mode, "
                      "which keeps it on the device, exists for CUDA only); the agents build Adam with "

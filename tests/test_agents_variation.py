@@ -151,6 +151,36 @@ def test_the_edit_policy_samples_valid_edits_with_their_log_probabilities():
     assert torch.allclose(recomputed, log_probs, atol=1e-5) and (log_probs < 0).all()
 
 
+def test_the_edit_policy_reads_short_programs_the_same_in_the_trimmed_width(monkeypatch):
+    """On the CPU the policy skips the padding after the longest program; every edit position's
+    logits, the count logits and the log-probabilities of edits (with their gradients) equal
+    those of the full-width pass that a GPU runs."""
+    from synthenv.agents import editor
+
+    gens = _generators(2, 5)
+    policy = EditPolicy(EditorConfig(), 2, num_features=9, generators=gens, device=CPU)
+    parents = random_programs(gens, (50,), 40, 12, CPU)  # at most 12 tokens in a width of 40
+    features = torch.rand(2, 50, 9)
+    edits = random_edits(gens, parents, max_edits=3)
+    results = []
+    for on_host in (True, False):
+        monkeypatch.setattr(editor, "_width_on_host", lambda device, on_host=on_host: on_host)
+        policy.zero_grad()
+        logits = policy(parents, features)
+        log_probs = edit_log_probs(logits, edits)
+        log_probs.sum().backward()
+        results.append((logits, log_probs, [p.grad.clone() for p in policy.parameters()]))
+    (short, short_lp, short_grads), (full, full_lp, full_grads) = results
+    width = short.position.shape[-1]
+    assert width <= 12 + 1 + EditorConfig().kernel // 2 < full.position.shape[-1] == 41
+    assert torch.equal(short.position, full.position[..., :width])
+    assert (full.position[..., width:] == full.position.min()).all()  # masked positions only were cut
+    assert torch.allclose(short.count, full.count, atol=1e-6)
+    assert torch.allclose(short_lp, full_lp, atol=1e-5)
+    for a, b in zip(short_grads, full_grads):
+        assert torch.allclose(a, b, atol=1e-4)
+
+
 def test_the_edit_policy_scores_random_edits_finitely():
     """Random mutation and the policy share one action space: the policy can imitate random edits."""
     gens = _generators(1, 3)
@@ -184,3 +214,6 @@ def test_the_c_operators_equal_the_torch_ones(seed):
         g.set_state(s)
     assert torch.equal(native, splice(gens, parents, seconds, impl="torch"))
     assert torch.equal(row_hashes(parents, impl="native"), row_hashes(parents, impl="torch"))
+    ragged = torch.where(torch.rand(parents.shape, generator=gens[0]) < 0.1, 0, parents)  # EOS anywhere
+    for rows in (parents, ragged, ragged[..., :0]):
+        assert torch.equal(program_lengths(rows, impl="native"), program_lengths(rows, impl="torch"))
