@@ -172,16 +172,16 @@ class EditPolicy(nn.Module):
         """Edits for ``parents [S, N, L]`` (Gumbel-max, member s from ``generators[s]``) and their
         log-probabilities ``[S, N]`` under the policy."""
         logits = self(parents, features)
-        s, n, positions = logits.position.shape
-        e = self.config.max_edits
-        noise = _gumbel(member_uniform(generators, (n, e + 1, positions + NUM_KINDS + NUM_COMMANDS),
-                                       parents.device))  # [S, N, E + 1, P + 11]; row E draws the count
+        s, n, width = logits.position.shape
+        e, full = self.config.max_edits, parents.shape[-1] + 1  # noise for the full width: a member's draws
+        noise = _gumbel(member_uniform(generators, (n, e + 1, full + NUM_KINDS + NUM_COMMANDS),  # never depend
+                                       parents.device))  # on the others' programs; [S, N, E + 1, P + 11], row E: count
         count = 1 + (logits.count + noise[..., e, :e]).argmax(-1)  # [S, N]
         noise = noise[..., :e, :]
-        where = (logits.position[:, :, None, :] + noise[..., :positions]).argmax(-1)  # [S, N, E]
+        where = (logits.position[:, :, None, :] + noise[..., :width]).argmax(-1)  # [S, N, E]
         kind_logits, token_logits = logits.at(where)  # [S, N, E, 3 / 8]
-        kinds = (kind_logits + noise[..., positions: positions + NUM_KINDS]).argmax(-1)
-        tokens = 1 + (token_logits + noise[..., positions + NUM_KINDS: positions + NUM_KINDS + NUM_COMMANDS]).argmax(-1)
+        kinds = (kind_logits + noise[..., full: full + NUM_KINDS]).argmax(-1)
+        tokens = 1 + (token_logits + noise[..., full + NUM_KINDS:]).argmax(-1)
         active = torch.arange(e, device=parents.device) < count[..., None]
         edits = Edits(where, kinds, tokens, active)
         return edits, edit_log_probs(logits, edits)

@@ -57,9 +57,9 @@ class PPOConfig:
     """Hyperparameters of the default agent (see the module docstring)."""
 
     batch_size: int = 2048
-    """Programs per member per step: the children of one generation (islands x children per island)."""
+    """Programs per member per step: the children of one generation (the islands' and the elite's)."""
     islands: int = 16
-    """G, independent sub-populations per member (must divide batch_size)."""
+    """G, independent sub-populations per member (must divide the islands' share of batch_size)."""
     island_size: int = 32
     """M, programs kept per island (parents of its next children)."""
     patience: int = 100
@@ -74,9 +74,13 @@ class PPOConfig:
     max_edits: int = 3
     """A variant makes 1 .. max_edits point edits (random variants: uniform; policy: learned)."""
     splice_fraction: float = 0.1
-    """Share of each generation made by crossover (a splice of a queued program or an island-mate)."""
+    """Share of each island's children made by crossover (a splice of a queued program or an island-mate)."""
     policy_fraction: float = 0.0625
-    """Share of each generation written by the edit policy (0: random variants only, no learning)."""
+    """Share of each island's children written by the edit policy (0: random variants only, no learning)."""
+    elite_fraction: float = 0.0
+    """Share of each generation made by random variants of the member's queue (its best unique programs
+    across islands and generations): an elitist mutation search, as the mutation baseline does, beside the
+    islands and fed by all of them (0: islands only)."""
     queue_size: int = 64
     """K, best unique programs (crossover mates) and best improving edits (imitation) kept per member."""
     learning_rate: float = 3e-3
@@ -108,9 +112,15 @@ class PPOConfig:
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "batch_size", "islands", "island_size", "patience", "initial_length",
                                     "max_edits", "queue_size", "update_every", "update_batch", "update_epochs")
-        if self.batch_size % self.islands:
-            raise ValueError(f"islands={self.islands} must divide batch_size={self.batch_size} (children per island)")
         require_finite_fields(self, "splice_fraction", "policy_fraction", low=0.0, high=1.0)
+        require_finite_fields(self, "elite_fraction", low=0.0, high=1.0, high_open=True)
+        share = self.batch_size - self.elite_children
+        if share % self.islands or share < self.islands:
+            if not self.elite_children:
+                raise ValueError(f"islands={self.islands} must divide batch_size={self.batch_size} (children per island)")
+            raise ValueError(f"islands={self.islands} must divide the islands' children, batch_size - elite children "
+                             f"= {self.batch_size} - {self.elite_children} = {share} (pick batch_size, islands and "
+                             "elite_fraction so that it does)")
         if self.splice_fraction + self.policy_fraction > 1.0:
             raise ValueError(f"splice_fraction + policy_fraction must be <= 1, got {self.splice_fraction} + "
                              f"{self.policy_fraction}")
@@ -121,8 +131,13 @@ class PPOConfig:
             object.__setattr__(self, "editor", dataclasses.replace(self.editor, max_edits=self.max_edits))
 
     @property
+    def elite_children(self) -> int:
+        """Random variants of the member's queue per generation."""
+        return round(self.batch_size * self.elite_fraction)
+
+    @property
     def children_per_island(self) -> int:
-        return self.batch_size // self.islands
+        return (self.batch_size - self.elite_children) // self.islands
 
     @property
     def policy_children(self) -> int:
@@ -157,7 +172,8 @@ class PPO:
         self.generators = member_generators(seeds, device)
         s, g, m, e = len(seeds), config.islands, config.island_size, config.max_edits
         self.islands = Islands(self._fresh(), NUM_FEATURES)
-        self.queue = ProgramQueue(s, config.queue_size, max_len, device)
+        self.queue = ProgramQueue(s, config.queue_size, max_len, device,
+                                  extras={"features": ((NUM_FEATURES,), torch.float32)})
         self.edit_queue = ProgramQueue(s, config.queue_size, max_len, device, extras={
             "parents": ((max_len,), torch.int64), "features": ((NUM_FEATURES,), torch.float32),
             "edit_positions": ((e,), torch.int64), "edit_kinds": ((e,), torch.int64),
@@ -190,7 +206,8 @@ class PPO:
                                config.initial_length, self.device)
 
     def propose(self) -> torch.Tensor:
-        """One generation: random variants, crossovers and policy variants of each island's programs."""
+        """One generation: random variants, crossovers and policy variants of each island's programs,
+        then random variants of the queue's (the elite)."""
         config = self.config
         s, g, c, length = len(self.generators), config.islands, config.children_per_island, self.max_len
         n_pol, n_spl = config.policy_children, config.splice_children
@@ -221,14 +238,26 @@ class PPO:
                                   children[:, :, n_pol + n_spl:]], dim=2)
         self._pending = {"parents": parents, "features": features, "parent_rewards": parent_rewards,
                          "edits": edits, "children": children, "log_probs": log_probs}
+        if config.elite_children:
+            self._pending["elite"] = self._elite_variants()
+            return torch.cat([children.view(s, g * c, length), self._pending["elite"]["children"]], dim=1)
         return children.view(s, g * c, length)
+
+    def _elite_variants(self) -> dict[str, torch.Tensor]:
+        """Random variants of programs drawn from the member's queue (empty programs while it is empty)."""
+        slots = self.queue.sample_slots(self.config.elite_children, self.generators)  # [S, E]
+        parents = ProgramQueue.gather(self.queue.tokens, slots)  # [S, E, L]
+        edits = random_edits(self.generators, parents, self.config.max_edits)
+        return {"parents": parents, "features": ProgramQueue.gather(self.queue.extras["features"], slots),
+                "parent_rewards": ProgramQueue.gather(self.queue.rewards, slots), "edits": edits,
+                "children": apply_edits(parents, edits)}
 
     def learn(self, feedback: Feedback) -> dict[str, torch.Tensor]:
         config, pending = self.config, self._pending
         s, g, c = len(self.generators), config.islands, config.children_per_island
-        n_pol, n_spl = config.policy_children, config.splice_children
-        rewards = feedback.rewards.view(s, g, c)
-        features = feedback.features.view(s, g, c, -1)
+        n_pol, n_spl, n_isl = config.policy_children, config.splice_children, g * c
+        rewards = feedback.rewards[:, :n_isl].view(s, g, c)
+        features = feedback.features[:, :n_isl].view(s, g, c, -1)
         parent_rewards = pending["parent_rewards"]
         known = parent_rewards > EMPTY  # [S, G, C] the parent had been run: a gain is defined
         gains = torch.where(known, rewards - parent_rewards, 0.0)
@@ -237,15 +266,22 @@ class PPO:
         edited = torch.arange(c, device=self.device)
         edited = (edited < n_pol) | (edited >= n_pol + n_spl)  # crossovers are not edits
         hashes = row_hashes(feedback.tokens)  # [S, B]: once for the islands and both queues
-        self._remember_edits(rewards, improved & edited, pending, hashes)
+        variants = [self._variants(pending, rewards, improved & edited)]
+        if config.elite_children:
+            elite, elite_rewards = pending["elite"], feedback.rewards[:, n_isl:]
+            elite_known = elite["parent_rewards"] > EMPTY  # [S, E]
+            elite_improved = elite_known & (elite_rewards > elite["parent_rewards"])
+            stats["charts/improve_rate_elite"] = masked_mean(elite_improved.float(), elite_known)
+            variants.append({**elite, "rewards": torch.where(elite_improved, elite_rewards, EMPTY)})
+        self._remember_edits(variants, hashes)
         if n_pol:
             self._store(pending, gains[:, :, :n_pol], known[:, :, :n_pol])
         fresh = self._fresh()
         patience = config.patience if config.restarts else torch.iinfo(torch.int64).max
         ties = member_uniform(self.generators, (g, config.island_size + c), self.device) if config.drift else None
-        restarted = self.islands.merge(pending["children"], rewards, features, hashes.view(s, g, c), fresh, patience,
-                                       ties)
-        self.queue.push(feedback.tokens, feedback.rewards, hashes=hashes)
+        restarted = self.islands.merge(pending["children"], rewards, features, hashes[:, :n_isl].view(s, g, c), fresh,
+                                       patience, ties)
+        self.queue.push(feedback.tokens, feedback.rewards, hashes=hashes, features=feedback.features)
         stats.update({"programs/queue_best": self.queue.rewards[:, 0], "programs/queue_worst": self.queue.rewards[:, -1],
                       "charts/island_restarts": restarted.float().sum(1),
                       "charts/island_best_mean": self.islands.best.clamp(min=-1.0).mean(1)})
@@ -264,15 +300,26 @@ class PPO:
         return {f"charts/improve_rate_{name}": masked_mean(improved[:, :, part].float(), known[:, :, part])
                 for name, part in parts.items() if improved[:, :, part].numel()}
 
-    def _remember_edits(self, rewards: torch.Tensor, improving: torch.Tensor, pending: dict,
-                        hashes: torch.Tensor) -> None:
-        """Queue the edits that beat their parent, ranked by the child's reward (the imitation set)."""
-        s, length = rewards.shape[0], self.max_len
+    def _variants(self, pending: dict, rewards: torch.Tensor, improving: torch.Tensor) -> dict:
+        """The islands' children as ``[S, G*C, ...]`` rows for the imitation set (``rewards`` EMPTY
+        where the child did not beat its parent by an edit)."""
+        s, length, e = rewards.shape[0], self.max_len, self.config.max_edits
         edits = pending["edits"]
-        self.edit_queue.push(
-            pending["children"].reshape(s, -1, length), torch.where(improving, rewards, EMPTY).reshape(s, -1), hashes,
-            parents=pending["parents"].reshape(s, -1, length), features=pending["features"].reshape(s, -1, NUM_FEATURES),
-            **{f"edit_{name}": getattr(edits, name).reshape(s, -1, self.config.max_edits) for name in _EDIT_FIELDS})
+        return {"children": pending["children"].reshape(s, -1, length),
+                "rewards": torch.where(improving, rewards, EMPTY).reshape(s, -1),
+                "parents": pending["parents"].reshape(s, -1, length),
+                "features": pending["features"].reshape(s, -1, NUM_FEATURES),
+                "edits": Edits(*(getattr(edits, name).reshape(s, -1, e) for name in _EDIT_FIELDS))}
+
+    def _remember_edits(self, variants: list[dict], hashes: torch.Tensor) -> None:
+        """Queue the edits that beat their parent, ranked by the child's reward (the imitation set).
+
+        ``variants``: the islands' children, then the elite's, each a dict of ``[S, N, ...]`` rows
+        (``_variants``) in the order of the generation's programs (``hashes [S, B]``)."""
+        cat = lambda name: torch.cat([v[name] for v in variants], dim=1)  # noqa: E731
+        edits = _cat_edits([v["edits"] for v in variants], dim=1)
+        self.edit_queue.push(cat("children"), cat("rewards"), hashes, parents=cat("parents"), features=cat("features"),
+                             **{f"edit_{name}": getattr(edits, name) for name in _EDIT_FIELDS})
 
     def _store(self, pending: dict, gains: torch.Tensor, known: torch.Tensor) -> None:
         """Put this generation's policy variants in their slot of the update buffer."""

@@ -31,7 +31,7 @@ class ProgramQueue:
     def __init__(self, num_members: int, capacity: int, max_len: int, device: torch.device,
                  extras: dict[str, tuple[tuple[int, ...], torch.dtype]] | None = None):
         """``extras``: optional data kept with each program, name -> (shape per program, dtype);
-        ``push`` then takes them as keyword arguments of shape ``[S, B, *shape]``."""
+        ``push`` then takes them as keyword arguments of shape ``[S, B, *shape]`` (zeros for one not given)."""
         if not isinstance(capacity, int) or capacity < 1:
             raise ValueError(f"queue capacity must be a positive int, got {capacity!r}")
         self.capacity = capacity
@@ -65,8 +65,9 @@ class ProgramQueue:
         self.rewards = scores.gather(1, order)
         self.hashes = all_hashes.gather(1, order)
         self.tokens = take_rows(self.tokens, tokens, order)
-        for name, kept in self.extras.items():
-            self.extras[name] = take_rows(kept, extras[name], order)
+        for name, kept in self.extras.items():  # an extra not offered is zeros (programs shared by other members)
+            offered = extras[name] if name in extras else kept.new_zeros((*tokens.shape[:2], *kept.shape[2:]))
+            self.extras[name] = take_rows(kept, offered, order)
 
     def sample(self, count: int, generators: list[torch.Generator]) -> tuple[torch.Tensor, torch.Tensor]:
         """Draw ``count`` programs per member uniformly from its filled slots (with replacement).
@@ -75,11 +76,21 @@ class ProgramQueue:
             ``(tokens [S, count, L], valid [S, count])``; ``valid`` is False where the queue
             was empty (those rows hold zeros and must be masked out of any loss).
         """
+        index = self.sample_slots(count, generators)
+        return self.gather(self.tokens, index), self.valid.gather(1, index)
+
+    def sample_slots(self, count: int, generators: list[torch.Generator]) -> torch.Tensor:
+        """``[S, count]`` int64 slots drawn uniformly from each member's filled ones (with
+        replacement; slot 0, an empty one, where the queue is empty)."""
         filled = self.valid.sum(1, keepdim=True)  # [S, 1]: the filled slots are a prefix (best first)
         uniform = member_uniform(generators, (count,), self.rewards.device)  # [S, count]
-        index = (uniform * filled).long().clamp(max=self.capacity - 1)
-        tokens = self.tokens.gather(1, index[..., None].expand(-1, -1, self.tokens.shape[2]))
-        return tokens, self.valid.gather(1, index)
+        return (uniform * filled).long().clamp(max=self.capacity - 1)
+
+    @staticmethod
+    def gather(values: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """Rows ``slots [S, count]`` of ``values [S, K, ...]`` (the tokens, rewards or an extra)."""
+        index = slots.view(*slots.shape, *([1] * (values.dim() - 2))).expand(-1, -1, *values.shape[2:])
+        return values.gather(1, index)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {"tokens": self.tokens.clone(), "rewards": self.rewards.clone(),

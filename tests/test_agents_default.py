@@ -12,6 +12,7 @@ import torch
 from synthenv import reference, tasks
 from synthenv.agents import PPO, PPOConfig, TrainConfig, Trainer, train
 from synthenv.agents.islands import Islands
+from synthenv.agents.priority_queue import ProgramQueue
 
 SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_every=1, update_batch=16,
                   policy_fraction=0.25, splice_fraction=0.25, patience=3)
@@ -61,6 +62,37 @@ def test_without_crossover_there_are_no_crossover_children():
     assert "charts/improve_rate_crossover" in run_steps(SMALL, steps=2).stats[-1]
     assert "charts/improve_rate_crossover" not in run_steps(dataclasses.replace(SMALL, splice_fraction=0.0),
                                                               steps=2).stats[-1]
+
+
+def test_the_elite_share_breeds_variants_of_queued_programs():
+    """With elite_fraction, the last children of a generation are 1..max_edits edits of queue programs."""
+    config = dataclasses.replace(SMALL, elite_fraction=0.25)  # 16 of 64 children: 48 for 4 islands
+    assert (config.elite_children, config.children_per_island) == (16, 12)
+    trainer = run_steps(config, steps=3)
+    assert all("charts/improve_rate_elite" in stats for stats in trainer.stats)
+    agent = trainer.algorithm
+    children = agent.propose()
+    assert children.shape == (1, 64, 10)
+    elite = agent._pending["elite"]
+    assert torch.equal(children[:, 48:], elite["children"])
+    queued = {tuple(row) for row in agent.queue.tokens[0].tolist()}
+    assert all(tuple(row) in queued for row in elite["parents"][0].tolist())
+    assert torch.equal(elite["parent_rewards"], ProgramQueue.gather(agent.queue.rewards, _slots(agent, elite)))
+    assert bool((elite["edits"].count >= 1).all()) and bool((elite["edits"].count <= config.max_edits).all())
+    assert "charts/improve_rate_elite" not in run_steps(SMALL, steps=1).stats[-1]
+
+
+def _slots(agent: PPO, elite: dict) -> torch.Tensor:
+    """The queue slot of each elite parent (queued programs are unique)."""
+    same = (elite["parents"][:, :, None, :] == agent.queue.tokens[:, None, :, :]).all(-1)  # [S, E, K]
+    return same.long().argmax(-1)
+
+
+def test_the_elite_share_must_leave_the_islands_a_divisible_share():
+    with pytest.raises(ValueError, match="islands=4 must divide the islands' children"):
+        dataclasses.replace(SMALL, elite_fraction=0.1)  # 64 - 6 = 58 children for 4 islands
+    with pytest.raises(ValueError, match="elite_fraction"):
+        dataclasses.replace(SMALL, elite_fraction=1.0)
 
 
 def test_restarts_happen_only_when_switched_on():
