@@ -9,13 +9,16 @@ can condition its edits on them (``agents.editor``).
 
 from __future__ import annotations
 
+import ctypes
+import functools
 from dataclasses import dataclass
 
 import torch
 
+from synthenv import native_build
 from synthenv.language import Status
 
-from .variation import program_lengths
+from .variation import _check_impl, program_lengths
 
 FEATURES = ("reward", "passed", "failed", "too_short", "too_long", "wrong_values", "case_reward", "length",
             "positions_right")
@@ -48,7 +51,7 @@ class Feedback:
 
 
 def feedback_features(obs: dict[str, torch.Tensor], expected: torch.Tensor, expected_lengths: torch.Tensor,
-                      max_len: int) -> torch.Tensor:
+                      max_len: int, impl: str = "auto") -> torch.Tensor:
     """``[N, F]`` float32 features from a program-mode observation of N programs.
 
     Args:
@@ -57,6 +60,9 @@ def feedback_features(obs: dict[str, torch.Tensor], expected: torch.Tensor, expe
         expected: ``[K, M]`` the task's expected outputs (zero-padded), M <= O.
         expected_lengths: ``[K]``.
         max_len: L, to scale the program length to [0, 1].
+        impl: ``"torch"`` (tensor ops, any device), ``"native"`` (``feedback.c``, one loop per
+            program, CPU tensors as the env makes them) or ``"auto"`` (native when it can);
+            equal up to float rounding.
 
     >>> obs = {"program": torch.tensor([[8, 7, 0]]), "reward": torch.tensor([1.0]),
     ...        "case_passed": torch.tensor([[1]], dtype=torch.int8), "case_status": torch.tensor([[0]]),
@@ -65,6 +71,13 @@ def feedback_features(obs: dict[str, torch.Tensor], expected: torch.Tensor, expe
     >>> [round(v, 3) for v in feedback_features(obs, torch.tensor([[5]]), torch.tensor([1]), max_len=3)[0].tolist()]
     [1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.667, 1.0]
     """
+    _check_impl(impl)
+    lib = _native(obs, expected) if impl != "torch" else None
+    if impl == "native" and lib is None:
+        raise RuntimeError("impl='native' needs CPU tensors of the env's dtypes and a working C compiler; "
+                           "use impl='torch'")
+    if lib is not None:
+        return _features_native(lib, obs, expected, expected_lengths, max_len)
     status = obs["case_status"]
     ok = status == Status.OK  # [N, K]
     failed = ~ok.all(1)  # [N]
@@ -92,3 +105,38 @@ def feedback_features(obs: dict[str, torch.Tensor], expected: torch.Tensor, expe
         program_lengths(obs["program"]).float() / max_len,
         right.sum((1, 2)).float() / positions,
     ], dim=1)
+
+
+_DTYPES = {"reward": torch.float32, "case_passed": torch.int8, "case_status": torch.int8,
+           "case_rewards": torch.float32, "output_lengths": torch.int32, "outputs": torch.int32, "program": torch.int64}
+"""The dtypes of the program-mode observation fields the C path reads (``synthenv.env.program_mode``)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _library():
+    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+    return native_build.bind("synthenv_feedback_features", [i64, i64, i64, i64, i64, *[p] * 9, i64, p, i32], None)
+
+
+def _native(obs: dict[str, torch.Tensor], expected: torch.Tensor):
+    """The C function when every field is a CPU tensor of the env's dtype and the library builds, else None."""
+    tensors = [obs[name] for name in _DTYPES] + [expected]
+    if any(t.device.type != "cpu" for t in tensors) or any(obs[n].dtype != d for n, d in _DTYPES.items()):
+        return None
+    if obs["outputs"].shape[-1] < expected.shape[-1] or not native_build.is_available():
+        return None
+    return _library()
+
+
+def _features_native(lib, obs: dict[str, torch.Tensor], expected: torch.Tensor, expected_lengths: torch.Tensor,
+                     max_len: int) -> torch.Tensor:
+    fields = {name: obs[name].contiguous() for name in _DTYPES}
+    n, k, o = fields["outputs"].shape
+    expected = expected.to(torch.int64).contiguous()
+    wanted = expected_lengths.to(torch.int64).contiguous()
+    out = torch.empty((n, NUM_FEATURES), dtype=torch.float32)
+    lib(n, k, o, expected.shape[1], fields["program"].shape[1], fields["reward"].data_ptr(),
+        fields["case_passed"].data_ptr(), fields["case_status"].data_ptr(), fields["case_rewards"].data_ptr(),
+        fields["output_lengths"].data_ptr(), fields["outputs"].data_ptr(), fields["program"].data_ptr(),
+        expected.data_ptr(), wanted.data_ptr(), max_len, out.data_ptr(), 0)
+    return out

@@ -13,7 +13,9 @@ breeds C children, so one env call runs S x G x C programs:
   pass and writes the edits.
 
 Islands keep their best unique programs and restart from fresh programs when they stall
-(``patience``), so one stuck search becomes many short independent ones.
+(``patience``), so one stuck search becomes many short independent ones. Optionally
+(``elite_fraction``, off by default) a share of each generation is random variants of the
+member's queue of best programs, the mutation baseline's elitist search beside the islands.
 
 The policy learns from the population every ``update_every`` generations, by PPO: the clipped
 surrogate on its own variants, with advantage = the child's reward minus its parent's

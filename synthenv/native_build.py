@@ -67,11 +67,12 @@ def _agents_dir() -> Path:
 def library_sources() -> tuple[Path, ...]:
     """The C files of synthenv's shared library, one per job."""
     return (PACKAGE / "engines" / "native.c", _compilers_dir() / "traditional.c", PACKAGE / "scoring.c",
-            PACKAGE / "naive.c", _agents_dir() / "variation.c")
+            PACKAGE / "naive.c", _agents_dir() / "variation.c", _agents_dir() / "feedback.c")
 
 
 EXPORTS = ("synthenv_run", "synthenv_loop_iterations", "synthenv_compile", "synthenv_score", "synthenv_naive",
-           "synthenv_apply_edits", "synthenv_splice", "synthenv_row_hashes")
+           "synthenv_apply_edits", "synthenv_splice", "synthenv_row_hashes", "synthenv_program_lengths",
+           "synthenv_feedback_features")
 """Symbols the shared library must export (checked before a build is cached or loaded)."""
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11")
 """Flags of the shared library (``-march=native`` is fine: it is built on the machine that runs it)."""
