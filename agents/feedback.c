@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include "common.h"
+#include "rows.h"
 
 #define NUM_FEATURES 9
 
@@ -22,7 +23,7 @@ void synthenv_feedback_features(i64 n, i64 k, i64 o, i64 m, i64 length, const fl
     if (wanted_total < 1) wanted_total = 1;
 #pragma omp parallel for schedule(static) num_threads(num_threads)
     for (i64 r = 0; r < n; r++) {
-        i64 num_passed = 0, failed = 0, too_short = 0, too_long = 0, wrong = 0, right = 0, len = 0;
+        i64 num_passed = 0, failed = 0, too_short = 0, too_long = 0, wrong = 0, right = 0;
         float rewards = 0.0f;
         for (i64 c = 0; c < k; c++) {
             const i64 at = r * k + c, printed = output_lengths[at], wanted = expected_lengths[c];
@@ -37,7 +38,6 @@ void synthenv_feedback_features(i64 n, i64 k, i64 o, i64 m, i64 length, const fl
             too_long += ok && printed > wanted;
             wrong += ok && printed == wanted && !pass;
         }
-        while (len < length && program[r * length + len] != 0) len++;
         float *row = out + r * NUM_FEATURES;
         row[0] = reward[r];
         row[1] = (float)num_passed / (float)k;
@@ -46,7 +46,7 @@ void synthenv_feedback_features(i64 n, i64 k, i64 o, i64 m, i64 length, const fl
         row[4] = (float)too_long / (float)k;
         row[5] = (float)wrong / (float)k;
         row[6] = rewards / (float)k / 4.0f;
-        row[7] = (float)len / (float)max_len;
+        row[7] = (float)row_length(program + r * length, length) / (float)max_len;
         row[8] = (float)right / (float)wanted_total;
     }
 }

@@ -11,17 +11,12 @@
 
 #include <omp.h>
 
-typedef long long i64;
+#include "rows.h"
+
 typedef unsigned long long u64;
 
 #define MAX_EDITS 64 /* agents/variation.py refuses more */
 enum { SUBSTITUTE = 0, INSERT = 1, DELETE = 2 };
-
-static i64 row_length(const i64 *row, i64 length) {
-    i64 n = 0;
-    while (n < length && row[n] != 0) n++;
-    return n;
-}
 
 /* Copy parent positions [from, to) to the output at *w (EOS past the parent's end, nothing past L). */
 static void copy_span(const i64 *parent, i64 len, i64 from, i64 to, i64 *out, i64 length, i64 *w) {
