@@ -173,18 +173,18 @@ class EditPolicy(nn.Module):
         log-probabilities ``[S, N]`` under the policy."""
         logits = self(parents, features)
         s, n, width = logits.position.shape
-        e, full = self.config.max_edits, parents.shape[-1] + 1  # noise for the full width: a member's draws
-        noise = _gumbel(member_uniform(generators, (n, e + 1, full + NUM_KINDS + NUM_COMMANDS),  # never depend
-                                       parents.device))  # on the others' programs; [S, N, E + 1, P + 11], row E: count
-        count = 1 + (logits.count + noise[..., e, :e]).argmax(-1)  # [S, N]
-        noise = noise[..., :e, :]
-        where = (logits.position[:, :, None, :] + noise[..., :width]).argmax(-1)  # [S, N, E]
+        e, full = self.config.max_edits, parents.shape[-1] + 1  # uniforms for the full width: a member's draws
+        uniform = member_uniform(generators, (n, e + 1, full + NUM_KINDS + NUM_COMMANDS),  # never depend on the
+                                 parents.device)  # others' programs; [S, N, E + 1, P + 11], row E: the count
+        count = 1 + (logits.count + _gumbel(uniform[..., e, :e])).argmax(-1)  # [S, N]
+        uniform = uniform[..., :e, :]  # Gumbel noise only where it is used (the P' positions of this pass)
+        where = (logits.position[:, :, None, :] + _gumbel(uniform[..., :width])).argmax(-1)  # [S, N, E]
         kind_logits, token_logits = logits.at(where)  # [S, N, E, 3 / 8]
-        kinds = (kind_logits + noise[..., full: full + NUM_KINDS]).argmax(-1)
-        tokens = 1 + (token_logits + noise[..., full + NUM_KINDS:]).argmax(-1)
+        kinds = (kind_logits + _gumbel(uniform[..., full: full + NUM_KINDS])).argmax(-1)
+        tokens = 1 + (token_logits + _gumbel(uniform[..., full + NUM_KINDS:])).argmax(-1)
         active = torch.arange(e, device=parents.device) < count[..., None]
         edits = Edits(where, kinds, tokens, active)
-        return edits, edit_log_probs(logits, edits)
+        return edits, edit_log_probs(logits, edits, at=(kind_logits, token_logits))
 
 
 def _width_on_host(device: torch.device) -> bool:
@@ -215,12 +215,14 @@ def _gumbel(uniform: torch.Tensor) -> torch.Tensor:
     return -torch.log(-torch.log(uniform.clamp(min=1e-20, max=1 - 1e-7)))
 
 
-def edit_log_probs(logits: EditLogits, edits: Edits) -> torch.Tensor:
+def edit_log_probs(logits: EditLogits, edits: Edits,
+                   at: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """``[S, N]`` log-probability of ``edits`` (with grad): the count, then each active edit's
-    position, kind and, unless it deletes, its command."""
+    position, kind and, unless it deletes, its command. ``at``: ``logits.at(edits.positions)``
+    if the caller has it already."""
     count_lp = torch.log_softmax(logits.count, -1).gather(-1, (edits.count - 1).clamp(min=0)[..., None])[..., 0]
     position_lp = torch.log_softmax(logits.position, -1).gather(-1, edits.positions)  # [S, N, E]
-    kind_logits, token_logits = logits.at(edits.positions)
+    kind_logits, token_logits = logits.at(edits.positions) if at is None else at
     kind_lp = torch.log_softmax(kind_logits, -1).gather(-1, edits.kinds[..., None])[..., 0]
     token_lp = torch.log_softmax(token_logits, -1).gather(-1, (edits.tokens - 1).clamp(0, NUM_COMMANDS - 1)[..., None])
     per_edit = position_lp + kind_lp + torch.where(edits.kinds == DELETE, 0.0, token_lp[..., 0])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from .priority_queue import take_rows
-from .variation import first_occurrences, member_uniform
+from .variation import member_uniform, top_unique
 
 EMPTY = float("-inf")
 """Reward of a program that has not been run (a fresh slot of a restarted island)."""
@@ -64,8 +64,9 @@ class Islands:
         """
         s, g, m, length = self.shape
         index = (member_uniform(generators, (g, count), self.tokens.device) * m).long()  # [S, G, C]
-        tokens = self.tokens.gather(2, index[..., None].expand(-1, -1, -1, length))
-        features = self.features.gather(2, index[..., None].expand(-1, -1, -1, self.features.shape[-1]))
+        rows = (index + m * torch.arange(s * g, device=index.device).view(s, g, 1)).reshape(-1)  # into [S*G*M]
+        tokens = self.tokens.reshape(-1, length).index_select(0, rows).view(s, g, count, length)
+        features = self.features.reshape(s * g * m, self.features.shape[-1]).index_select(0, rows).view(s, g, count, -1)
         return tokens, features, self.rewards.gather(2, index)
 
     def merge(self, children: torch.Tensor, rewards: torch.Tensor, features: torch.Tensor, hashes: torch.Tensor,
@@ -86,16 +87,12 @@ class Islands:
         flat = lambda x, own: x.reshape(s * g, own, *x.shape[3:])  # noqa: E731  islands as groups
         scores = torch.cat([flat(self.rewards, m), flat(rewards.float(), c)], dim=1)  # [S*G, M+C]
         all_hashes = torch.cat([flat(self.hashes, m), flat(hashes, c)], dim=1)
-        first = first_occurrences(valid=scores > EMPTY, hashes=all_hashes) | (scores == EMPTY)
-        ranked = torch.where(first, scores, EMPTY)
-        if tie_keys is None:  # a stable sort: the island's own program first, then the earlier child
-            order = torch.sort(ranked, dim=1, descending=True, stable=True).indices[:, :m]  # [S*G, M]
-        else:  # shuffle, then sort stably: equal rewards end up in random order
-            shuffle = tie_keys.reshape(s * g, m + c).argsort(dim=1)
-            kept = torch.sort(ranked.gather(1, shuffle), dim=1, descending=True, stable=True).indices[:, :m]
-            order = shuffle.gather(1, kept)
-        self.rewards = ranked.gather(1, order).view(s, g, m)
-        self.hashes = all_hashes.gather(1, order).view(s, g, m)
+        # without tie keys a stable sort: the island's own program first, then the earlier child;
+        # with them, a shuffle sorted stably: equal rewards end up in random order
+        shuffle = tie_keys.reshape(s * g, m + c).argsort(dim=1) if tie_keys is not None else None
+        order, rewards_kept, hashes_kept = top_unique(scores, all_hashes, m, shuffle)  # [S*G, M]
+        self.rewards = rewards_kept.view(s, g, m)
+        self.hashes = hashes_kept.view(s, g, m)
         self.tokens = take_rows(flat(self.tokens, m), flat(children, c), order).view(s, g, m, length)
         self.features = take_rows(flat(self.features, m), flat(features, c), order).view(s, g, m, -1)
         top = self.rewards[..., 0]  # [S, G]

@@ -236,8 +236,7 @@ class PPO:
             from_queue = from_queue & self.queue.valid[:, :1, None, None]  # an empty queue offers nothing
             mates = torch.where(from_queue, queued.view(s, g, n_spl, length), mates)
             spliced = splice(self.generators, parents[:, :, part].reshape(s, -1, length), mates.reshape(s, -1, length))
-            children = torch.cat([children[:, :, :n_pol], spliced.view(s, g, n_spl, length),
-                                  children[:, :, n_pol + n_spl:]], dim=2)
+            children[:, :, part] = spliced.view(s, g, n_spl, length)  # children is apply_edits' own tensor
         self._pending = {"parents": parents, "features": features, "parent_rewards": parent_rewards,
                          "edits": edits, "children": children, "log_probs": log_probs}
         if config.elite_children:
@@ -318,8 +317,11 @@ class PPO:
 
         ``variants``: the islands' children, then the elite's, each a dict of ``[S, N, ...]`` rows
         (``_variants``) in the order of the generation's programs (``hashes [S, B]``)."""
-        cat = lambda name: torch.cat([v[name] for v in variants], dim=1)  # noqa: E731
-        edits = _cat_edits([v["edits"] for v in variants], dim=1)
+        if len(variants) == 1:  # no elite: the islands' rows as they are (a cat of one would copy them)
+            cat, edits = variants[0].__getitem__, variants[0]["edits"]
+        else:
+            cat = lambda name: torch.cat([v[name] for v in variants], dim=1)  # noqa: E731
+            edits = _cat_edits([v["edits"] for v in variants], dim=1)
         self.edit_queue.push(cat("children"), cat("rewards"), hashes, parents=cat("parents"), features=cat("features"),
                              **{f"edit_{name}": getattr(edits, name) for name in _EDIT_FIELDS})
 

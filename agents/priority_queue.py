@@ -7,9 +7,11 @@ members; pushing a batch and drawing from the queue are tensor operations with n
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from .variation import first_occurrences, member_uniform, row_hashes
+from .variation import member_uniform, row_hashes, top_unique
 
 EMPTY = float("-inf")
 """Reward of an empty slot."""
@@ -51,19 +53,15 @@ class ProgramQueue:
         """Offer ``tokens [S, B, L]`` with ``rewards [S, B]`` (and their ``extras``); keep the K best
         unique per member.
 
-        De-duplication compares 64-bit row hashes (``variation.first_occurrences``; pass the
+        De-duplication compares 64-bit row hashes (``variation.top_unique``; pass the
         batch's ``hashes [S, B]`` if already computed): O((K + B) log(K + B)) per member, memory
         linear in the batch, and only the K kept rows are copied, so batches of thousands are cheap.
         """
-        k = self.capacity
         hashes = row_hashes(tokens) if hashes is None else hashes
         scores = torch.cat([self.rewards, rewards.float()], dim=1)  # [S, M], M = K + B
         all_hashes = torch.cat([self.hashes, hashes], dim=1)
-        first = first_occurrences(valid=scores > EMPTY, hashes=all_hashes)  # the earliest valid copy of each
-        scores = torch.where(first, scores, EMPTY)
-        order = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :k]  # [S, K]
-        self.rewards = scores.gather(1, order)
-        self.hashes = all_hashes.gather(1, order)
+        # the earliest valid copy of each program, best first, the queued one first among equals
+        order, self.rewards, self.hashes = top_unique(scores, all_hashes, self.capacity)  # [S, K]
         self.tokens = take_rows(self.tokens, tokens, order)
         for name, kept in self.extras.items():  # an extra not offered is zeros (programs shared by other members)
             offered = extras[name] if name in extras else kept.new_zeros((*tokens.shape[:2], *kept.shape[2:]))
@@ -109,8 +107,11 @@ class ProgramQueue:
 
 def take_rows(kept: torch.Tensor, offered: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
     """Rows ``order [S, K]`` of ``cat([kept [S, K, ...], offered [S, B, ...]], 1)``, without the concatenation."""
-    k = kept.shape[1]
-    view = lambda index: index.view(*index.shape, *([1] * (kept.dim() - 2))).expand(-1, -1, *kept.shape[2:])  # noqa: E731
-    from_kept = kept.gather(1, view(order.clamp(max=k - 1)))
-    from_offered = offered.gather(1, view((order - k).clamp(min=0)))
-    return torch.where(view(order < k), from_kept, from_offered)
+    s, k, b = kept.shape[0], kept.shape[1], offered.shape[1]
+    base = torch.arange(s, device=order.device)[:, None]
+    width = math.prod(kept.shape[2:])  # whole rows: index_select copies them (no index per element, as gather)
+    rows = lambda x, n: x.reshape(s * n, width)  # noqa: E731
+    from_kept = rows(kept, k).index_select(0, (base * k + order.clamp(max=k - 1)).reshape(-1))
+    from_offered = rows(offered, b).index_select(0, (base * b + (order - k).clamp(min=0)).reshape(-1))
+    picked = torch.where((order < k).reshape(-1, 1), from_kept, from_offered)
+    return picked.view(*order.shape, *kept.shape[2:])

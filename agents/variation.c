@@ -6,10 +6,13 @@
  * Programs are int64 token rows, EOS (0) after the end; tests/test_agents_variation.py checks
  * every function against its torch twin.
  *
- * Entry points: synthenv_apply_edits, synthenv_splice, synthenv_row_hashes, synthenv_program_lengths.
+ * Entry points: synthenv_apply_edits, synthenv_splice, synthenv_row_hashes, synthenv_program_lengths,
+ * synthenv_top_unique.
  */
 
+#include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 
 #include "rows.h"
 
@@ -89,4 +92,74 @@ void synthenv_program_lengths(const i64 *tokens, i64 n, i64 length, i64 *out, in
     if (num_threads <= 0) num_threads = omp_get_max_threads();
 #pragma omp parallel for schedule(static) num_threads(num_threads)
     for (i64 r = 0; r < n; r++) out[r] = row_length(tokens + r * length, length);
+}
+
+/* top_unique: per group of n candidates (scores [groups, n] float32, hashes [groups, n]), the k best
+ * unique ones, as agents/variation.py's top_unique computes them with torch:
+ *   - a candidate counts if its score is > -inf and no earlier (lower index) counted-or-not valid
+ *     candidate has its hash; the others rank at -inf;
+ *   - candidates are visited in the order shuffle[g] (NULL: index order) and sorted by rank,
+ *     descending, stably (equal ranks keep their visiting order);
+ *   - order[g, :k] are the first k candidates' indices, ranked[g, :k] their ranks, kept_hashes their hashes.
+ * Returns 0, or -1 when memory runs out. */
+typedef struct { float key; i64 at; } ranked_item;
+
+static int by_rank(const void *a, const void *b) {
+    const ranked_item *x = a, *y = b;
+    if (x->key != y->key) return x->key > y->key ? -1 : 1; /* descending */
+    return (x->at > y->at) - (x->at < y->at);                /* then visiting order: stable */
+}
+
+int synthenv_top_unique(const float *scores, const i64 *hashes, const i64 *shuffle, i64 groups, i64 n, i64 k,
+                        i64 *order, float *ranked, i64 *kept_hashes, int num_threads) {
+    if (num_threads <= 0) num_threads = omp_get_max_threads();
+    i64 slots = 16;
+    while (slots < 2 * n) slots *= 2; /* open addressing at most half full */
+    int failed = 0;
+#pragma omp parallel num_threads(num_threads)
+    {
+        i64 *table = malloc(sizeof(i64) * slots);             /* candidate index + 1 per slot, 0: free */
+        float *rank = malloc(sizeof(float) * n);
+        ranked_item *items = malloc(sizeof(ranked_item) * n);
+        if (!table || !rank || !items) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (i64 g = 0; g < groups; g++) {
+            if (!table || !rank || !items) continue;
+            const float *score = scores + g * n;
+            const i64 *hash = hashes + g * n;
+            for (i64 q = 0; q < slots; q++) table[q] = 0;
+            for (i64 j = 0; j < n; j++) {
+                rank[j] = -INFINITY;
+                if (!(score[j] > -INFINITY)) continue; /* invalid: never first, never hides a valid one */
+                i64 q = (i64)(((unsigned long long)hash[j] * 0x9E3779B97F4A7C15ull) >> 1) & (slots - 1);
+                int seen = 0;
+                while (table[q]) {
+                    if (hash[table[q] - 1] == hash[j]) { seen = 1; break; }
+                    q = (q + 1) & (slots - 1);
+                }
+                if (seen) continue;
+                table[q] = j + 1;
+                rank[j] = score[j];
+            }
+            for (i64 q = 0; q < n; q++) {
+                const i64 j = shuffle ? shuffle[g * n + q] : q;
+                items[q].key = rank[j];
+                items[q].at = q;
+            }
+            qsort(items, (size_t)n, sizeof(ranked_item), by_rank);
+            for (i64 t = 0; t < k; t++) {
+                const i64 j = shuffle ? shuffle[g * n + items[t].at] : items[t].at;
+                order[g * k + t] = j;
+                ranked[g * k + t] = rank[j];
+                kept_hashes[g * k + t] = hash[j];
+            }
+        }
+        free(table);
+        free(rank);
+        free(items);
+    }
+    return failed ? -1 : 0;
 }

@@ -39,12 +39,18 @@ _HASH_SEED = 0x5EED5
 
 def member_uniform(generators: list[torch.Generator], shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
     """``[S, *shape]`` float32 uniform in [0, 1), member s drawn from ``generators[s]`` only."""
-    return torch.stack([torch.rand(shape, generator=g, device=device) for g in generators])
+    out = torch.empty((len(generators), *shape), dtype=torch.float32, device=device)
+    for row, generator in zip(out, generators):  # drawn in place: the same numbers as a stack, one copy fewer
+        torch.rand(shape, generator=generator, device=device, out=row)
+    return out
 
 
 def member_commands(generators: list[torch.Generator], shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
     """``[S, *shape]`` int64 tokens uniform over the eight commands (1..8)."""
-    return torch.stack([torch.randint(1, VOCAB_SIZE, shape, generator=g, device=device) for g in generators])
+    out = torch.empty((len(generators), *shape), dtype=torch.int64, device=device)
+    for row, generator in zip(out, generators):
+        torch.randint(1, VOCAB_SIZE, shape, generator=generator, device=device, out=row)
+    return out
 
 
 def program_lengths(tokens: torch.Tensor, impl: str = "auto") -> torch.Tensor:
@@ -293,6 +299,52 @@ def first_occurrences(tokens: torch.Tensor | None = None, valid: torch.Tensor | 
     return torch.zeros_like(first_sorted).scatter(1, order, first_sorted)
 
 
+def top_unique(scores: torch.Tensor, hashes: torch.Tensor, k: int, shuffle: torch.Tensor | None = None,
+               impl: str = "auto") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The ``k`` best unique candidates of each group: the selection of the queue and the islands.
+
+    ``scores [G, N]`` float32 (``-inf``: no program), ``hashes [G, N]`` (``row_hashes``). A
+    candidate ranks at its score if it is valid and the first valid copy of its program
+    (``first_occurrences``), else at ``-inf``; candidates are sorted by rank, best first, equal
+    ranks in index order, or in the order ``shuffle [G, N]`` (a permutation per group) visits them.
+
+    ``impl``: as in ``apply_edits`` (``variation.c``'s hash table and sort per group on the CPU);
+    the results are identical.
+
+    Returns ``(order [G, k], ranks [G, k], hashes [G, k])``: indices into N, their ranks and hashes.
+
+    >>> order, ranks, _ = top_unique(torch.tensor([[0.5, 0.9, 0.9]]), torch.tensor([[1, 2, 2]]), k=2)
+    >>> order.tolist(), ranks.tolist()
+    ([[1, 0]], [[0.8999999761581421, 0.5]])
+    """
+    _check_impl(impl)
+    groups, n = scores.shape
+    if not 0 < k <= n:
+        raise ValueError(f"top_unique keeps k of {n} candidates per group, got k={k}")
+    lib = _native(scores, hashes) if impl != "torch" else None
+    if impl == "native" and lib is None:
+        raise RuntimeError("impl='native' needs CPU tensors and a working C compiler; use impl='torch'")
+    if lib is not None:
+        score_rows, hash_rows = scores.float().contiguous(), hashes.to(torch.int64).contiguous()
+        visit = shuffle.to(torch.int64).contiguous() if shuffle is not None else None
+        order = torch.empty((groups, k), dtype=torch.int64)
+        ranks = torch.empty((groups, k), dtype=torch.float32)
+        kept = torch.empty((groups, k), dtype=torch.int64)
+        status = lib.top_unique(score_rows.data_ptr(), hash_rows.data_ptr(), visit.data_ptr() if visit is not None
+                                else None, groups, n, k, order.data_ptr(), ranks.data_ptr(), kept.data_ptr(), 0)
+        if status != 0:
+            raise MemoryError(f"top_unique: out of memory for {groups} groups of {n} candidates")
+        return order, ranks, kept
+    first = first_occurrences(valid=scores > float("-inf"), hashes=hashes)
+    ranked = torch.where(first, scores.float(), float("-inf"))
+    if shuffle is None:
+        order = torch.sort(ranked, dim=1, descending=True, stable=True).indices[:, :k]
+    else:  # sort the visiting order stably: equal ranks keep it
+        kept = torch.sort(ranked.gather(1, shuffle), dim=1, descending=True, stable=True).indices[:, :k]
+        order = shuffle.gather(1, kept)
+    return order, ranked.gather(1, order), hashes.gather(1, order)
+
+
 # ---- CPU fast path: the same operators in C (agents/variation.c), one row per loop ----
 
 MAX_NATIVE_EDITS = 64
@@ -307,7 +359,8 @@ def _library() -> SimpleNamespace:
         apply_edits=native_build.bind("synthenv_apply_edits", [p, i64, i64, p, p, p, p, i64, p, i32]),
         splice=native_build.bind("synthenv_splice", [p, p, p, i64, i64, p, i32], None),
         row_hashes=native_build.bind("synthenv_row_hashes", [p, i64, i64, p, p, i32], None),
-        program_lengths=native_build.bind("synthenv_program_lengths", [p, i64, i64, p, i32], None))
+        program_lengths=native_build.bind("synthenv_program_lengths", [p, i64, i64, p, i32], None),
+        top_unique=native_build.bind("synthenv_top_unique", [p, p, p, i64, i64, i64, p, p, p, i32]))
 
 
 def _native(*tensors: torch.Tensor) -> SimpleNamespace | None:

@@ -72,7 +72,7 @@ def library_sources() -> tuple[Path, ...]:
 
 EXPORTS = ("synthenv_run", "synthenv_loop_iterations", "synthenv_compile", "synthenv_score", "synthenv_naive",
            "synthenv_apply_edits", "synthenv_splice", "synthenv_row_hashes", "synthenv_program_lengths",
-           "synthenv_feedback_features")
+           "synthenv_feedback_features", "synthenv_top_unique")
 """Symbols the shared library must export (checked before a build is cached or loaded)."""
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11")
 """Flags of the shared library (``-march=native`` is fine: it is built on the machine that runs it)."""

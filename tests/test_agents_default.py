@@ -128,3 +128,46 @@ def test_the_agent_solves_a_task_from_a_task_file(tmp_path):
     assert result.solved
     task = tasks.from_spec(str(task_file))
     assert reference.score_program(result.best_program, task.cases, task.base, task.max_steps).solved
+
+
+def _state(trainer: Trainer) -> dict:
+    state = trainer.algorithm.state_dict()
+    return {**state, "generators": [s.tolist() for s in state["generators"]], "config": None}
+
+
+def _assert_same(a, b, path=""):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            _assert_same(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, torch.Tensor):
+        assert torch.equal(a, b), path
+    else:
+        assert a == b, path
+
+
+def test_the_c_fast_path_and_the_torch_path_run_the_same_search(monkeypatch):
+    """The agent's C operators (variation.c: edits, splices, hashes, lengths, the islands' and queues'
+    selection) are the CPU's fast path; a GPU runs their torch twins. Whole runs agree bit for bit:
+    islands, queues, edit policy, optimizer and generators after several generations with drift and
+    restarts. (The feedback features are computed one way in both runs: their C and torch versions
+    agree only up to float rounding, tests/test_agents_feedback.py.)"""
+    from synthenv import native_build
+    from synthenv.agents import feedback, variation
+
+    if not native_build.is_available():
+        pytest.skip(f"no C compiler here: {native_build.unavailable_reason()}")
+    monkeypatch.setattr(feedback, "_native", lambda *tensors: None)
+    config = dataclasses.replace(SMALL, update_every=2)
+
+    def run() -> dict:
+        trainer = Trainer(TrainConfig(task="reverse-tune", algo="ppo", algo_config=config, seeds=(3, 4), max_len=10,
+                                      log_dir=None, progress=False, npe=10**9))
+        for _ in range(8):
+            trainer.step()
+        assert int(trainer.algorithm.islands.restarts.sum()) > 0  # restarts ran (patience=3)
+        return _state(trainer)
+
+    fast = run()
+    monkeypatch.setattr(variation, "_native", lambda *tensors: None)
+    _assert_same(fast, run())

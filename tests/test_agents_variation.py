@@ -8,7 +8,8 @@ import torch
 from synthenv.agents.editor import EditorConfig, EditPolicy, edit_log_probs
 from synthenv.agents.priority_queue import EMPTY, ProgramQueue
 from synthenv.agents.variation import (DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, canonical, first_occurrences,
-                                       program_lengths, random_edits, random_programs, row_hashes, splice)
+                                       program_lengths, random_edits, random_programs, row_hashes, splice,
+                                       top_unique)
 from synthenv.language import decode_batch, encode_batch
 
 CPU = torch.device("cpu")
@@ -217,3 +218,39 @@ def test_the_c_operators_equal_the_torch_ones(seed):
     ragged = torch.where(torch.rand(parents.shape, generator=gens[0]) < 0.1, 0, parents)  # EOS anywhere
     for rows in (parents, ragged, ragged[..., :0]):
         assert torch.equal(program_lengths(rows, impl="native"), program_lengths(rows, impl="torch"))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top_unique_in_c_equals_torch_with_duplicates_ties_and_empty_slots(seed):
+    """The selection of the queue and the islands: variation.c's hash table and sort equal the torch
+    passes (first_occurrences, stable sorts) index for index, with and without a visiting order."""
+    from synthenv import native_build
+
+    if not native_build.is_available():
+        pytest.skip(f"no C compiler here: {native_build.unavailable_reason()}")
+    generator = torch.Generator().manual_seed(seed)
+    groups, n, k = 7, 90, 20
+    hashes = torch.randint(-3, 4, (groups, n), generator=generator) * (2**61)  # 7 programs: many duplicates
+    scores = (torch.rand(groups, n, generator=generator) * 4).floor() / 4  # 4 values: many ties
+    scores = torch.where(torch.rand(groups, n, generator=generator) < 0.2, float("-inf"), scores)
+    scores[0] = float("-inf")  # a group with no program at all
+    shuffle = torch.rand(groups, n, generator=generator).argsort(dim=1)
+    for visit in (None, shuffle):
+        native = top_unique(scores, hashes, k, visit, impl="native")
+        expected = top_unique(scores, hashes, k, visit, impl="torch")
+        for got, want in zip(native, expected):
+            assert torch.equal(got, want)
+    order, ranks, kept = top_unique(scores, hashes, k, impl="native")
+    # what it means, checked directly: valid unique programs first (each once, best first, earlier first)
+    for g in range(1, groups):
+        seen, firsts = set(), []
+        for j in range(n):
+            if scores[g, j] > float("-inf") and int(hashes[g, j]) not in seen:
+                seen.add(int(hashes[g, j]))
+                firsts.append((-float(scores[g, j]), j))
+        best = [j for _, j in sorted(firsts)][:k]
+        assert order[g, :len(best)].tolist() == best
+        assert bool((ranks[g, len(best):] == float("-inf")).all())
+    assert torch.equal(kept, hashes.gather(1, order))
+    with pytest.raises(ValueError, match="k=91"):
+        top_unique(scores, hashes, n + 1)
