@@ -114,7 +114,8 @@ int synthenv_top_unique(const float *scores, const i64 *hashes, const i64 *shuff
                         i64 *order, float *ranked, i64 *kept_hashes, int num_threads) {
     if (num_threads <= 0) num_threads = omp_get_max_threads();
     i64 slots = 16;
-    while (slots < 2 * n) slots *= 2; /* open addressing at most half full */
+    int bits = 4;
+    while (slots < 2 * n) slots *= 2, bits++; /* open addressing at most half full */
     int failed = 0;
 #pragma omp parallel num_threads(num_threads)
     {
@@ -134,7 +135,7 @@ int synthenv_top_unique(const float *scores, const i64 *hashes, const i64 *shuff
             for (i64 j = 0; j < n; j++) {
                 rank[j] = -INFINITY;
                 if (!(score[j] > -INFINITY)) continue; /* invalid: never first, never hides a valid one */
-                i64 q = (i64)(((unsigned long long)hash[j] * 0x9E3779B97F4A7C15ull) >> 1) & (slots - 1);
+                i64 q = (i64)(((u64)hash[j] * 0x9E3779B97F4A7C15ull) >> (64 - bits)); /* Fibonacci hashing */
                 int seen = 0;
                 while (table[q]) {
                     if (hash[table[q] - 1] == hash[j]) { seen = 1; break; }

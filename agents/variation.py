@@ -327,6 +327,9 @@ def top_unique(scores: torch.Tensor, hashes: torch.Tensor, k: int, shuffle: torc
     if lib is not None:
         score_rows, hash_rows = scores.float().contiguous(), hashes.to(torch.int64).contiguous()
         visit = shuffle.to(torch.int64).contiguous() if shuffle is not None else None
+        if visit is not None and (visit.shape != scores.shape or visit.min() < 0 or visit.max() >= n):
+            raise ValueError(f"shuffle must be [G, N] = {tuple(scores.shape)} indices in 0 .. {n - 1} (a permutation "
+                             f"per group, e.g. keys.argsort(dim=1)), got shape {tuple(shuffle.shape)}")
         order = torch.empty((groups, k), dtype=torch.int64)
         ranks = torch.empty((groups, k), dtype=torch.float32)
         kept = torch.empty((groups, k), dtype=torch.int64)

@@ -254,3 +254,5 @@ def test_top_unique_in_c_equals_torch_with_duplicates_ties_and_empty_slots(seed)
     assert torch.equal(kept, hashes.gather(1, order))
     with pytest.raises(ValueError, match="k=91"):
         top_unique(scores, hashes, n + 1)
+    with pytest.raises(ValueError, match="shuffle must be"):
+        top_unique(scores, hashes, k, shuffle + 1, impl="native")  # index n: past the end
