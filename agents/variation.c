@@ -96,8 +96,8 @@ void synthenv_program_lengths(const i64 *tokens, i64 n, i64 length, i64 *out, in
 
 /* top_unique: per group of n candidates (scores [groups, n] float32, hashes [groups, n]), the k best
  * unique ones, as agents/variation.py's top_unique computes them with torch:
- *   - a candidate counts if its score is > -inf and no earlier (lower index) counted-or-not valid
- *     candidate has its hash; the others rank at -inf;
+ *   - a candidate ranks at its score if that is > -inf and no valid candidate of lower index has its
+ *     hash (the first valid copy of its program); the others rank at -inf;
  *   - candidates are visited in the order shuffle[g] (NULL: index order) and sorted by rank,
  *     descending, stably (equal ranks keep their visiting order);
  *   - order[g, :k] are the first k candidates' indices, ranked[g, :k] their ranks, kept_hashes their hashes.
