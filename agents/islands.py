@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .priority_queue import take_rows
+from .priority_queue import gather_rows, take_rows
 from .variation import member_uniform, top_unique
 
 EMPTY = float("-inf")
@@ -64,10 +64,9 @@ class Islands:
         """
         s, g, m, length = self.shape
         index = (member_uniform(generators, (g, count), self.tokens.device) * m).long()  # [S, G, C]
-        rows = (index + m * torch.arange(s * g, device=index.device).view(s, g, 1)).reshape(-1)  # into [S*G*M]
-        tokens = self.tokens.reshape(-1, length).index_select(0, rows).view(s, g, count, length)
-        features = self.features.reshape(s * g * m, self.features.shape[-1]).index_select(0, rows).view(s, g, count, -1)
-        return tokens, features, self.rewards.gather(2, index)
+        pick = lambda x: gather_rows(x.reshape(s * g, m, *x.shape[3:]), index.view(s * g, count)).view(  # noqa: E731
+            s, g, count, *x.shape[3:])  # islands as groups
+        return pick(self.tokens), pick(self.features), self.rewards.gather(2, index)
 
     def merge(self, children: torch.Tensor, rewards: torch.Tensor, features: torch.Tensor, hashes: torch.Tensor,
               fresh: torch.Tensor, patience: int, tie_keys: torch.Tensor | None = None) -> torch.Tensor:

@@ -87,8 +87,7 @@ class ProgramQueue:
     @staticmethod
     def gather(values: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         """Rows ``slots [S, count]`` of ``values [S, K, ...]`` (the tokens, rewards or an extra)."""
-        index = slots.view(*slots.shape, *([1] * (values.dim() - 2))).expand(-1, -1, *values.shape[2:])
-        return values.gather(1, index)
+        return gather_rows(values, slots)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {"tokens": self.tokens.clone(), "rewards": self.rewards.clone(),
@@ -105,13 +104,19 @@ class ProgramQueue:
             self.extras[name] = state[f"extra.{name}"].to(self.tokens.device).clone()
 
 
+def gather_rows(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Rows ``index [G, n]`` of each group of ``values [G, K, ...]``: ``[G, n, ...]``.
+
+    Whole rows are copied by one ``index_select`` (no index per element, as ``gather`` needs)."""
+    g, k = values.shape[:2]
+    rows = (index + k * torch.arange(g, device=index.device)[:, None]).reshape(-1)
+    flat = values.reshape(g * k, math.prod(values.shape[2:]))
+    return flat.index_select(0, rows).view(*index.shape, *values.shape[2:])
+
+
 def take_rows(kept: torch.Tensor, offered: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
     """Rows ``order [S, K]`` of ``cat([kept [S, K, ...], offered [S, B, ...]], 1)``, without the concatenation."""
-    s, k, b = kept.shape[0], kept.shape[1], offered.shape[1]
-    base = torch.arange(s, device=order.device)[:, None]
-    width = math.prod(kept.shape[2:])  # whole rows: index_select copies them (no index per element, as gather)
-    rows = lambda x, n: x.reshape(s * n, width)  # noqa: E731
-    from_kept = rows(kept, k).index_select(0, (base * k + order.clamp(max=k - 1)).reshape(-1))
-    from_offered = rows(offered, b).index_select(0, (base * b + (order - k).clamp(min=0)).reshape(-1))
-    picked = torch.where((order < k).reshape(-1, 1), from_kept, from_offered)
-    return picked.view(*order.shape, *kept.shape[2:])
+    k = kept.shape[1]
+    from_kept = gather_rows(kept, order.clamp(max=k - 1))
+    from_offered = gather_rows(offered, (order - k).clamp(min=0))
+    return torch.where((order < k).view(*order.shape, *([1] * (kept.dim() - 2))), from_kept, from_offered)

@@ -9,6 +9,7 @@ import json
 import pytest
 import torch
 
+from states import assert_same
 from synthenv import reference, tasks
 from synthenv.agents import PPO, PPOConfig, TrainConfig, Trainer, train
 from synthenv.agents.islands import Islands
@@ -130,22 +131,6 @@ def test_the_agent_solves_a_task_from_a_task_file(tmp_path):
     assert reference.score_program(result.best_program, task.cases, task.base, task.max_steps).solved
 
 
-def _state(trainer: Trainer) -> dict:
-    state = trainer.algorithm.state_dict()
-    return {**state, "generators": [s.tolist() for s in state["generators"]], "config": None}
-
-
-def _assert_same(a, b, path=""):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), path
-        for key in a:
-            _assert_same(a[key], b[key], f"{path}.{key}")
-    elif isinstance(a, torch.Tensor):
-        assert torch.equal(a, b), path
-    else:
-        assert a == b, path
-
-
 def test_the_c_fast_path_and_the_torch_path_run_the_same_search(monkeypatch):
     """The agent's C operators (variation.c: edits, splices, hashes, lengths, the islands' and queues'
     selection) are the CPU's fast path; a GPU runs their torch twins. Whole runs agree bit for bit:
@@ -166,8 +151,8 @@ def test_the_c_fast_path_and_the_torch_path_run_the_same_search(monkeypatch):
         for _ in range(8):
             trainer.step()
         assert int(trainer.algorithm.islands.restarts.sum()) > 0  # restarts ran (patience=3)
-        return _state(trainer)
+        return trainer.algorithm.state_dict()
 
     fast = run()
     monkeypatch.setattr(variation, "_native", lambda *tensors: None)
-    _assert_same(fast, run())
+    assert_same(fast, run())

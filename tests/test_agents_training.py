@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 import torch
 
+from states import assert_same
 from synthenv import agents, tasks
 from synthenv.agents import GAConfig, MutationConfig, PPOConfig, RandomConfig, TrainConfig, Trainer
 from synthenv.tasks import Task
@@ -77,24 +78,9 @@ def test_resume_gives_bitwise_the_same_next_updates(tmp_path, algo):
     resumed = Trainer(dataclasses.replace(base, max_train_steps=5, resume=path))
     assert resumed.step_count == 3  # mid-way between two policy updates of ppo (update_every=2)
     resumed.run()
-    _assert_same(straight.algorithm.state_dict(), resumed.algorithm.state_dict())
+    assert_same(straight.algorithm.state_dict(), resumed.algorithm.state_dict())
     assert straight.npe.tolist() == resumed.npe.tolist()
     assert torch.equal(straight.best_tokens, resumed.best_tokens)
-
-
-def _assert_same(a, b, where="state"):
-    if isinstance(a, torch.Tensor):
-        assert torch.equal(a, b), where
-    elif isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for key in a:
-            _assert_same(a[key], b[key], f"{where}.{key}")
-    elif isinstance(a, list | tuple):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            _assert_same(x, y, f"{where}[{i}]")
-    else:
-        assert a == b, where
 
 
 def test_resume_refuses_other_settings(tmp_path):
