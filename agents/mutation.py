@@ -40,6 +40,13 @@ class MutationConfig:
         require_positive_int_fields(self, "batch_size", "elite", "max_edits", "initial_length")
 
 
+def mutate(elite: ProgramQueue, count: int, max_edits: int, generators: list[torch.Generator]) -> torch.Tensor:
+    """``count`` children per member: parents drawn uniformly from the ``elite`` queue, each given
+    1 .. ``max_edits`` random point edits. Returns ``[S, count, L]``."""
+    parents, _ = elite.sample(count, generators)  # [S, count, L]
+    return apply_edits(parents, random_edits(generators, parents, max_edits))
+
+
 class MutationSearch:
     """The elitist mutation baseline for S members at once (registered as ``mutation``).
 
@@ -64,8 +71,7 @@ class MutationSearch:
 
     def learn(self, feedback: Feedback) -> dict[str, torch.Tensor]:
         self.elite.push(feedback.tokens, feedback.rewards)
-        parents, _ = self.elite.sample(self.config.batch_size, self.generators)  # [S, B, L]
-        self.children = apply_edits(parents, random_edits(self.generators, parents, self.config.max_edits))
+        self.children = mutate(self.elite, self.config.batch_size, self.config.max_edits, self.generators)
         return {"programs/elite_best": self.elite.rewards[:, 0], "programs/elite_worst": self.elite.rewards[:, -1]}
 
     def state_dict(self) -> dict:

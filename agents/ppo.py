@@ -1,8 +1,18 @@
 """synthenv's default agent: self-improving PPO that explores variants of its best programs.
 
-Neural-guided evolution at the env's speed, batched over S members (seeds). Each member keeps G
-islands of its best programs (``agents.islands``); each step (a *generation*) every island
-breeds C children, so one env call runs S x G x C programs:
+Neural-guided evolution at the env's speed, batched over S members (seeds).
+
+Each member starts with an *elitist phase*: the mutation baseline's search (``agents.mutation``,
+the same children from the same seed: random variants of the member's queue of best programs),
+which solves the easy tasks fastest. When the queue has not changed for ``elitist_patience``
+generations (mutation's elite is stuck: it has frozen, and from then on draws the same children
+distribution forever), the member hands over to its islands, some of them seeded from that
+queue, and the rest of this docstring begins. Members hand over independently (checked every 10
+generations, the one ``elitist_handover`` sync point), and a member's run never depends on which
+other seeds share the job.
+
+Each member then keeps G islands of its best programs (``agents.islands``); each step (a
+*generation*) every island breeds C children, so one env call runs S x G x C programs:
 
 - most children are *random variants* of the island's programs: 1 .. ``max_edits`` point
   substitutions, insertions or deletions (``agents.variation``);
@@ -26,11 +36,12 @@ with an entropy bonus against early commitment. TensorBoard shows whether it hel
 which policy variants improve on their parent beside the rate of random variants
 (``charts/improve_rate_policy`` and ``charts/improve_rate_random``).
 
-The ablation switches (``policy_fraction=0``, ``pg_weight=0``, ``queue_weight=0``,
-``feedback=False``, ``splice_fraction=0``, ``restarts=False``, ``drift=False``, ``islands=1``)
-turn each ingredient off (``tests/test_agents_default.py`` checks that each changes what the
-agent does); ``synthenv table --algos ppo ppo:policy_fraction=0 ...`` compares them. No host
-synchronisation in a step except the documented ``cpu_optimizer`` sync point (a CPU-only Adam step).
+The ablation switches (``elitist=False``, ``policy_fraction=0``, ``pg_weight=0``,
+``queue_weight=0``, ``feedback=False``, ``splice_fraction=0``, ``restarts=False``, ``drift=False``,
+``islands=1``) turn each ingredient off (``tests/test_agents_default.py`` checks that each changes
+what the agent does); ``synthenv table --algos ppo ppo:policy_fraction=0 ...`` compares them. No
+host synchronisation in a step but the documented ``elitist_handover`` sync point (every 10
+generations, while a member is in its elitist phase) and, on the CPU only, ``editor_width``.
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from synthenv.checks import require_finite_fields, require_positive_int_fields
@@ -48,18 +60,30 @@ from .editor import EditorConfig, EditPolicy, edit_entropy, edit_log_probs
 from .feedback import NUM_FEATURES, Feedback
 from .islands import EMPTY, Islands
 from .losses import clipped_policy_loss, normalize_advantages, risk_seeking_advantages
+from .mutation import mutate
+from .optim import MemberAdam
 from .priority_queue import ProgramQueue
 from .variation import Edits, apply_edits, member_uniform, random_edits, random_programs, row_hashes, splice
 
 _EDIT_FIELDS = ("positions", "kinds", "tokens", "active")
+HANDOVER_EVERY = 10
+"""Generations between the checks for members whose elitist phase has stalled (a host read each)."""
 
 
 @dataclass(frozen=True)
 class PPOConfig:
     """Hyperparameters of the default agent (see the module docstring)."""
 
-    batch_size: int = 2048
+    batch_size: int = 4096
     """Programs per member per step: the children of one generation (the islands' and the elite's)."""
+    elitist: bool = True
+    """Start with the elitist phase: the mutation baseline's search (children of the member's queue, whose
+    size is the baseline's elite), handing over to the islands once it stalls (False: islands from the start)."""
+    elitist_patience: int = 200
+    """Generations without any change in the member's queue after which the elitist phase hands over."""
+    seeded_islands: float = 0.5
+    """Share of the islands that start from the member's queue at the hand-over (each draws its M programs
+    from it); the others start from fresh programs."""
     islands: int = 16
     """G, independent sub-populations per member (must divide the islands' share of batch_size)."""
     island_size: int = 32
@@ -113,8 +137,9 @@ class PPOConfig:
 
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "batch_size", "islands", "island_size", "patience", "initial_length",
-                                    "max_edits", "queue_size", "update_every", "update_batch", "update_epochs")
-        require_finite_fields(self, "splice_fraction", "policy_fraction", low=0.0, high=1.0)
+                                    "max_edits", "queue_size", "update_every", "update_batch", "update_epochs",
+                                    "elitist_patience")
+        require_finite_fields(self, "splice_fraction", "policy_fraction", "seeded_islands", low=0.0, high=1.0)
         require_finite_fields(self, "elite_fraction", low=0.0, high=1.0, high_open=True)
         share = self.batch_size - self.elite_children
         if share % self.islands or share < self.islands:
@@ -161,8 +186,8 @@ class PPO:
 
     >>> agent = PPO(PPOConfig(batch_size=32, islands=2, island_size=4, queue_size=4), seeds=(0,), max_len=8,
     ...             device=torch.device("cpu"))
-    >>> tuple(agent.propose().shape)
-    (1, 32, 8)
+    >>> tuple(agent.propose().shape), agent.elitist  # member 0 starts in its elitist phase
+    ((1, 32, 8), [True])
     """
 
     uses_features = True
@@ -170,9 +195,19 @@ class PPO:
 
     def __init__(self, config: PPOConfig, seeds: tuple[int, ...], max_len: int, device: torch.device):
         self.config, self.max_len, self.device = config, max_len, device
+        self.seeds = tuple(int(seed) for seed in seeds)
         self.programs_per_step = config.batch_size
         self.generators = member_generators(seeds, device)
         s, g, m, e = len(seeds), config.islands, config.island_size, config.max_edits
+        # the elitist phase: the mutation baseline's generators and first children, so a member's
+        # elitist phase is the baseline's run with the same seed
+        self.elitist_generators = member_generators(seeds, device)
+        self.elitist = [config.elitist] * s  # on the host: members still in their elitist phase
+        self.elitist_mask = torch.full((s,), config.elitist, dtype=torch.bool, device=device)  # [S] the same, on the device
+        self.elite_children = random_programs(self.elitist_generators, (config.batch_size,), max_len,
+                                              config.initial_length, device)  # [S, B, L]
+        self.elite_score = torch.full((s,), EMPTY, dtype=torch.float64, device=device)  # [S] the queue's reward sum
+        self.elite_stale = torch.zeros(s, dtype=torch.int64, device=device)  # [S] generations it has not changed
         self.islands = Islands(self._fresh(), NUM_FEATURES)
         self.queue = ProgramQueue(s, config.queue_size, max_len, device,
                                   extras={"features": ((NUM_FEATURES,), torch.float32)})
@@ -181,8 +216,7 @@ class PPO:
             "edit_positions": ((e,), torch.int64), "edit_kinds": ((e,), torch.int64),
             "edit_tokens": ((e,), torch.int64), "edit_active": ((e,), torch.bool)})
         self.editor = EditPolicy(config.editor, s, NUM_FEATURES, self.generators, device)
-        self.optimizer = torch.optim.Adam(self.editor.parameters(), lr=config.learning_rate, eps=1e-5,
-                                          capturable=device.type == "cuda")  # no host sync in the update
+        self.optimizer = MemberAdam(list(self.editor.parameters()), lr=config.learning_rate, eps=1e-5)
         n = g * config.policy_children * config.update_every  # policy variants per update
         self.buffer = {
             "parents": torch.zeros((s, n, max_len), dtype=torch.int64, device=device),
@@ -208,8 +242,17 @@ class PPO:
                                config.initial_length, self.device)
 
     def propose(self) -> torch.Tensor:
-        """One generation: random variants, crossovers and policy variants of each island's programs,
-        then random variants of the queue's (the elite)."""
+        """One generation: the elitist phase's children for members in it, the islands' for the others."""
+        self._pending = {}
+        if not any(self.elitist):
+            return self._propose_islands()
+        if all(self.elitist):
+            return self.elite_children
+        return torch.where(self.elitist_mask[:, None, None], self.elite_children, self._propose_islands())
+
+    def _propose_islands(self) -> torch.Tensor:
+        """Random variants, crossovers and policy variants of each island's programs, then random
+        variants of the queue's (the elite)."""
         config = self.config
         s, g, c, length = len(self.generators), config.islands, config.children_per_island, self.max_len
         n_pol, n_spl = config.policy_children, config.splice_children
@@ -254,23 +297,96 @@ class PPO:
                 "children": apply_edits(parents, edits)}
 
     def learn(self, feedback: Feedback) -> dict[str, torch.Tensor]:
+        config, s = self.config, len(self.generators)
+        hashes = row_hashes(feedback.tokens)  # [S, B]: once for the islands and both queues
+        self.queue.push(feedback.tokens, feedback.rewards, hashes=hashes, features=feedback.features)
+        stats = {"programs/queue_best": self.queue.rewards[:, 0], "programs/queue_worst": self.queue.rewards[:, -1],
+                 "charts/elitist_phase": self.elitist_mask.float()}
+        learned = torch.zeros(s, dtype=torch.bool, device=self.device)
+        islands = self._pending
+        if islands:  # some member is past its elitist phase
+            on = ~self.elitist_mask  # [S]
+            island_stats = self._learn_islands(feedback, hashes, on)
+            stats.update({k: torch.where(on, v.float(), float("nan")) for k, v in island_stats.items()})
+        if any(self.elitist):
+            self._learn_elitist()
+        self.generation += 1
+        if islands and config.policy_children and self.generation % config.update_every == 0:
+            stats.update(self._update(on))
+            learned = on
+        stats["_learned"] = learned
+        if any(self.elitist) and self.generation % HANDOVER_EVERY == 0:
+            self._hand_over_stalled()
+        return stats
+
+    def _learn_elitist(self) -> None:
+        """The elitist phase's step: note whether the queue changed, breed the next children from it."""
+        config = self.config
+        score = torch.where(self.queue.valid, self.queue.rewards.double(), 0.0).sum(1)  # [S], never decreases
+        changed = score > self.elite_score
+        self.elite_score = torch.where(changed, score, self.elite_score)
+        self.elite_stale = torch.where(changed, 0, self.elite_stale + 1)
+        self.elite_children = mutate(self.queue, config.batch_size, config.max_edits, self.elitist_generators)
+
+    def _hand_over_stalled(self) -> None:
+        """Hand the members whose queue has stalled for ``elitist_patience`` generations over to their islands."""
+        with sync_point("elitist_handover"):
+            stalled = (self.elite_stale >= self.config.elitist_patience).tolist()
+        for member, (elitist, stall) in enumerate(zip(self.elitist, stalled)):
+            if elitist and stall:
+                self._hand_over(member)
+
+    def _hand_over(self, member: int) -> None:
+        """Start ``member``'s islands: ``seeded_islands`` of them from its queue, the others fresh.
+
+        What the member's islands, edit policy and generator did while it was in its elitist phase
+        (other members' islands ran beside it) is dropped: its generator is reseeded from its seed
+        and this generation, its islands and update buffer start anew, and its policy has not
+        learned yet (nothing of its own was offered). So its run depends on its seed alone."""
+        config, device = self.config, self.device
+        g, m = config.islands, config.island_size
+        generator = self.generators[member]
+        generator.manual_seed(int(np.random.SeedSequence([self.seeds[member], self.generation]).generate_state(1)[0]))
+        tokens = random_programs([generator], (g, m), self.max_len, config.initial_length, device)[0]  # [G, M, L]
+        rewards = torch.full((g, m), EMPTY, dtype=torch.float32, device=device)
+        features = torch.zeros((g, m, NUM_FEATURES), dtype=torch.float32, device=device)
+        hashes = torch.zeros((g, m), dtype=torch.int64, device=device)
+        seeded = round(g * config.seeded_islands)
+        if seeded:
+            filled = self.queue.valid[member].sum()  # the filled slots are a prefix (best first)
+            slots = (torch.rand((seeded, m), generator=generator, device=device) * filled).long()  # [seeded, M]
+            slots = slots.clamp(max=config.queue_size - 1)
+            tokens[:seeded] = self.queue.tokens[member][slots]
+            rewards[:seeded] = self.queue.rewards[member][slots]
+            features[:seeded] = self.queue.extras["features"][member][slots]
+            hashes[:seeded] = self.queue.hashes[member][slots]
+        islands = self.islands
+        for name, value in (("tokens", tokens), ("rewards", rewards), ("features", features), ("hashes", hashes)):
+            getattr(islands, name)[member] = value
+        for value, fill in ((islands.best, EMPTY), (islands.stale, 0), (islands.restarts, 0),
+                            (self.buffer["valid"], False), (self.elitist_mask, False)):
+            value[member].fill_(fill)  # in place, no tensor from Python data (a host-to-device copy on a GPU)
+        self.elitist[member] = False
+
+    def _learn_islands(self, feedback: Feedback, hashes: torch.Tensor, on: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The islands' step for the members ``on [S]`` (the others' rows are the elitist phase's:
+        their islands learn nothing, and are started anew at their hand-over)."""
         config, pending = self.config, self._pending
         s, g, c = len(self.generators), config.islands, config.children_per_island
         n_pol, n_spl, n_isl = config.policy_children, config.splice_children, g * c
         rewards = feedback.rewards[:, :n_isl].view(s, g, c)
         features = feedback.features[:, :n_isl].view(s, g, c, -1)
         parent_rewards = pending["parent_rewards"]
-        known = parent_rewards > EMPTY  # [S, G, C] the parent had been run: a gain is defined
+        known = (parent_rewards > EMPTY) & on[:, None, None]  # [S, G, C] the parent had been run: a gain is defined
         gains = torch.where(known, rewards - parent_rewards, 0.0)
         improved = known & (gains > 0)
         stats = self._improve_rates(improved, known, n_pol, n_spl)
         edited = torch.arange(c, device=self.device)
         edited = (edited < n_pol) | (edited >= n_pol + n_spl)  # crossovers are not edits
-        hashes = row_hashes(feedback.tokens)  # [S, B]: once for the islands and both queues
         variants = [self._variants(pending, rewards, improved & edited)]
         if config.elite_children:
             elite, elite_rewards = pending["elite"], feedback.rewards[:, n_isl:]
-            elite_known = elite["parent_rewards"] > EMPTY  # [S, E]
+            elite_known = (elite["parent_rewards"] > EMPTY) & on[:, None]  # [S, E]
             elite_improved = elite_known & (elite_rewards > elite["parent_rewards"])
             stats["charts/improve_rate_elite"] = masked_mean(elite_improved.float(), elite_known)
             variants.append({**elite, "rewards": torch.where(elite_improved, elite_rewards, EMPTY)})
@@ -282,16 +398,8 @@ class PPO:
         ties = member_uniform(self.generators, (g, config.island_size + c), self.device) if config.drift else None
         restarted = self.islands.merge(pending["children"], rewards, features, hashes[:, :n_isl].view(s, g, c), fresh,
                                        patience, ties)
-        self.queue.push(feedback.tokens, feedback.rewards, hashes=hashes, features=feedback.features)
-        stats.update({"programs/queue_best": self.queue.rewards[:, 0], "programs/queue_worst": self.queue.rewards[:, -1],
-                      "charts/island_restarts": restarted.float().sum(1),
+        stats.update({"charts/island_restarts": restarted.float().sum(1),
                       "charts/island_best_mean": self.islands.best.clamp(min=-1.0).mean(1)})
-        self.generation += 1
-        learned = torch.zeros(s, dtype=torch.bool, device=self.device)
-        if n_pol and self.generation % config.update_every == 0:
-            stats.update(self._update())
-            learned = torch.ones_like(learned)
-        stats["_learned"] = learned
         return stats
 
     def _improve_rates(self, improved: torch.Tensor, known: torch.Tensor, n_pol: int, n_spl: int) -> dict:
@@ -340,8 +448,9 @@ class PPO:
         for name, value in values.items():
             self.buffer[name][:, slot] = value
 
-    def _update(self) -> dict[str, torch.Tensor]:
-        """PPO + imitation on a sample of the buffered policy variants and the queue of improving edits."""
+    def _update(self, on: torch.Tensor) -> dict[str, torch.Tensor]:
+        """PPO + imitation on a sample of the buffered policy variants and the queue of improving edits,
+        for the members ``on [S]`` (the others' parameters and optimizer state stay as they are)."""
         config, queue = self.config, self.edit_queue
         size = self.buffer["parents"].shape[1]
         n = min(config.update_batch, size)
@@ -369,11 +478,10 @@ class PPO:
             entropy = masked_mean(edit_entropy(own, edits), valid)
             queue_loss = masked_mean(-edit_log_probs(imitated, queued), queue.valid)
             loss = config.pg_weight * policy_loss + config.queue_weight * queue_loss - config.entropy_coef * entropy
-            self.optimizer.zero_grad(set_to_none=True)
+            self.optimizer.zero_grad()
             loss.sum().backward()  # members share no parameters: the sum keeps their gradients apart
             grad_norm = clip_grad_norm_per_member(list(self.editor.parameters()), config.max_grad_norm)
-            with sync_point("cpu_optimizer"):  # no sync on CUDA (capturable); free on the CPU
-                self.optimizer.step()
+            self.optimizer.step(on)
             with torch.no_grad():
                 step = {"losses/policy_loss": policy_loss, "losses/queue_loss": queue_loss,
                         "losses/entropy": entropy, "losses/grad_norm": grad_norm,
@@ -390,6 +498,9 @@ class PPO:
                 "edit_queue": self.edit_queue.state_dict(), "editor": self.editor.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "buffer": {k: v.clone() for k, v in self.buffer.items()},
                 "generation": self.generation, "generators": generator_states(self.generators),
+                "elitist": list(self.elitist), "elite_children": self.elite_children.clone(),
+                "elite_score": self.elite_score.clone(), "elite_stale": self.elite_stale.clone(),
+                "elitist_generators": generator_states(self.elitist_generators),
                 "config": dataclasses.asdict(self.config)}
 
     def load_state_dict(self, state: dict) -> None:
@@ -401,3 +512,11 @@ class PPO:
         self.buffer = {k: v.to(self.device).clone() for k, v in state["buffer"].items()}
         self.generation = state["generation"]
         load_generator_states(self.generators, state["generators"])
+        if len(state["elitist"]) != len(self.elitist):
+            raise ValueError(f"checkpoint has {len(state['elitist'])} members, this run has {len(self.elitist)}; "
+                             "resume with the same seeds")
+        self.elitist = [bool(flag) for flag in state["elitist"]]
+        self.elitist_mask = torch.tensor(self.elitist, dtype=torch.bool, device=self.device)
+        for name in ("elite_children", "elite_score", "elite_stale"):
+            setattr(self, name, state[name].to(self.device).clone())
+        load_generator_states(self.elitist_generators, state["elitist_generators"])

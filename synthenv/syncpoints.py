@@ -11,7 +11,7 @@ inside ``sync_point(name)`` for a ``name`` below that the check explicitly allow
 >>> sync_point("nope")
 Traceback (most recent call last):
 ...
-ValueError: unknown sync point 'nope'. Valid sync points: cpu_optimizer, cpu_pipeline, ...
+ValueError: unknown sync point 'nope'. Valid sync points: cpu_pipeline, editor_width, ...
 """
 
 from __future__ import annotations
@@ -33,9 +33,8 @@ SYNC_POINTS: dict[str, str] = {
     "editor_width": "the default agent's edit policy reads its batch's longest program on the host to skip the "
                     "padding: on the CPU only (free there); on CUDA it always runs the full width, no sync",
     "cpu_pipeline": "the cpu backend copies programs to the host and back by design (the baseline)",
-    "cpu_optimizer": "on the CPU only: PyTorch's Adam reads its step count on the host (its capturable mode, "
-                     "which keeps it on the device, exists for CUDA only); the agents build Adam with "
-                     "capturable=True on CUDA, where the update makes no sync",
+    "elitist_handover": "the default agent, every 10 generations while a member is still in its elitist phase: "
+                        "reads which members' elite has stalled, to hand them over to the islands",
     "logging": "statistics read for logs and display (EpisodeStatistics.stats, decode_batch, write_stats...)",
 }
 """Name -> where and why. README ("No host sync on the step path") and DESIGN point here."""

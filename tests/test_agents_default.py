@@ -1,5 +1,6 @@
-"""The default agent (``ppo``): every ablation switch changes what it does; it solves a user task from a
-task file, checked against the reference interpreter."""
+"""The default agent (``ppo``): its elitist phase is the mutation baseline and hands over to the islands;
+every ablation switch changes what it does; it solves a user task from a task file, checked against the
+reference interpreter."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import torch
 
 from states import assert_same
 from synthenv import reference, tasks
-from synthenv.agents import PPO, PPOConfig, TrainConfig, Trainer, train
-from synthenv.agents.islands import Islands
+from synthenv.agents import PPO, MutationConfig, PPOConfig, TrainConfig, Trainer, train
+from synthenv.agents.islands import EMPTY, Islands
+from synthenv.agents.ppo import HANDOVER_EVERY
 from synthenv.agents.priority_queue import ProgramQueue
 
 SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_every=1, update_batch=16,
-                  policy_fraction=0.25, splice_fraction=0.25, patience=3)
+                  policy_fraction=0.25, splice_fraction=0.25, patience=3, elitist=False)
+"""The islands from the first step (the elitist phase's tests switch it on)."""
 
 
 def run_steps(config: PPOConfig, steps: int = 6, task: str = "reverse-tune") -> Trainer:
@@ -24,6 +27,62 @@ def run_steps(config: PPOConfig, steps: int = 6, task: str = "reverse-tune") -> 
                                   progress=False, npe=10**9))
     trainer.stats = [trainer.step()[0] for _ in range(steps)]
     return trainer
+
+
+def _trainer(algo: str, config, seeds: tuple[int, ...] = (1,), task: str = "reverse-tune") -> Trainer:
+    return Trainer(TrainConfig(task=task, algo=algo, algo_config=config, seeds=seeds, max_len=10, log_dir=None,
+                               progress=False, npe=10**9))
+
+
+def test_the_elitist_phase_is_the_mutation_baseline():
+    """Until it hands over, each member writes exactly the programs of the mutation baseline with its seed."""
+    ppo = _trainer("ppo", dataclasses.replace(SMALL, elitist=True, elitist_patience=10**6), seeds=(1, 2))
+    mutation = _trainer("mutation", MutationConfig(batch_size=64, elite=8, max_edits=SMALL.max_edits,
+                                                   initial_length=SMALL.initial_length), seeds=(1, 2))
+    for _ in range(12):
+        assert torch.equal(ppo.algorithm.propose(), mutation.algorithm.propose())
+        stats, _ = ppo.step()
+        mutation.step()
+        assert stats["charts/elitist_phase"].tolist() == [1.0, 1.0] and not bool(stats["_learned"].any())
+        assert "charts/improve_rate_policy" not in stats  # the islands do not run
+    assert ppo.algorithm.elitist == [True, True]
+    assert torch.equal(ppo.algorithm.queue.tokens, mutation.algorithm.elite.tokens)
+
+
+def _until_handover(trainer: Trainer, steps: int = 60) -> int:
+    """Step until the (single) member hands over; the generation at which it did."""
+    for _ in range(steps):
+        trainer.step()
+        if not trainer.algorithm.elitist[0]:
+            return trainer.algorithm.generation
+    raise AssertionError(f"no hand-over in {steps} steps")
+
+
+def test_a_member_hands_over_to_islands_seeded_from_its_queue_when_the_queue_stalls():
+    config = dataclasses.replace(SMALL, elitist=True, elitist_patience=2, seeded_islands=0.5)
+    trainer = _trainer("ppo", config)
+    agent = trainer.algorithm
+    generation = _until_handover(trainer)
+    assert generation % HANDOVER_EVERY == 0 and int(agent.elite_stale[0]) >= config.elitist_patience
+    queued = {tuple(row): reward for row, reward in zip(agent.queue.tokens[0].tolist(), agent.queue.rewards[0].tolist())}
+    for island in range(2):  # seeded from the queue, with the queue's rewards
+        for row, reward in zip(agent.islands.tokens[0, island].tolist(), agent.islands.rewards[0, island].tolist()):
+            assert queued[tuple(row)] == reward
+    assert bool((agent.islands.rewards[0, 2:] == EMPTY).all())  # fresh, not run yet
+    assert float(agent.islands.best[0].max()) == EMPTY and int(agent.islands.restarts[0]) == 0
+    stats, _ = trainer.step()  # the islands' first generation
+    assert stats["charts/elitist_phase"].tolist() == [0.0] and "charts/improve_rate_policy" in stats
+    assert bool((agent.islands.best[0] > EMPTY).all())
+
+
+def test_without_the_elitist_phase_the_islands_start_at_once():
+    assert PPOConfig().elitist  # the default
+    with_phase = _trainer("ppo", dataclasses.replace(SMALL, elitist=True))
+    with_phase.algorithm.propose()
+    assert not with_phase.algorithm._pending
+    without = _trainer("ppo", SMALL)
+    without.algorithm.propose()
+    assert without.algorithm.elitist == [False] and "children" in without.algorithm._pending
 
 
 def test_the_policy_writes_a_share_of_each_generation_and_learns():

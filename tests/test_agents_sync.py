@@ -4,8 +4,8 @@ Each algorithm's step (propose -> env step -> feedback -> learn) runs under the 
 (``synthenv.testing.syncguard``) with the env on its GPU path (the torch compile passes, the
 torch engine, the torch scorer) and the agents' variation operators on their torch path (the C
 fast path is what a CPU runs; a GPU runs the torch one). Only the torch engine's documented
-periodic check and, on the CPU only, Adam's step count are allowed (on a GPU the cuda engine has no
-periodic check, and Adam runs in its capturable mode).
+periodic check is allowed (on a GPU the cuda engine has none), and the default agent's hand-over check,
+every 10 generations while a member is in its elitist phase.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from synthenv.pipeline import Evaluator
 from synthenv.testing.syncguard import forbid_host_sync
 
 SMALL = {
-    "ppo": dict(batch_size=32, islands=2, island_size=4, queue_size=4, update_every=1, update_batch=8),
+    "ppo": dict(batch_size=32, islands=2, island_size=4, queue_size=4, update_every=1, update_batch=8, elitist=False),
     "mutation": dict(batch_size=16, elite=4),
     "ga": dict(batch_size=16),
     "random": dict(batch_size=16),
@@ -32,10 +32,10 @@ SMALL = {
 }
 
 
-def gpu_path_trainer(algo: str, monkeypatch) -> Trainer:
+def gpu_path_trainer(algo: str, monkeypatch, **changes) -> Trainer:
     monkeypatch.setattr(variation, "_native", lambda *tensors: None)  # the torch operators, as on a GPU
     monkeypatch.setattr(editor, "_width_on_host", lambda device: False)  # the edit policy's full width, as on a GPU
-    config = dataclasses.replace(agents.default_config(algo), **SMALL[algo])
+    config = dataclasses.replace(agents.default_config(algo), **{**SMALL[algo], **changes})
     trainer = Trainer(TrainConfig(task="reverse-tune", algo=algo, max_len=12, algo_config=config, log_dir=None,
                                   progress=False, npe=10**6))
     evaluator = Evaluator(TraditionalCompiler(impl="torch"), engines.get("torch"), scorer="torch")
@@ -50,7 +50,17 @@ def gpu_path_trainer(algo: str, monkeypatch) -> Trainer:
 @pytest.mark.parametrize("algo", agents.names())
 def test_a_training_step_makes_no_host_sync(algo, monkeypatch):
     trainer = gpu_path_trainer(algo, monkeypatch)
-    with forbid_host_sync(allow=("torch_engine_check", "cpu_optimizer")) as guard:
+    with forbid_host_sync(allow=("torch_engine_check",)) as guard:
         for _ in range(2):
             trainer.step()
     assert guard.count == 0, guard.report()
+
+
+def test_the_default_agent_syncs_only_to_hand_over(monkeypatch):
+    """Its elitist phase, the hand-over (generation 10) and the islands after it: no sync but the marked one."""
+    trainer = gpu_path_trainer("ppo", monkeypatch, elitist=True, elitist_patience=1)
+    with forbid_host_sync(allow=("torch_engine_check", "elitist_handover")) as guard:
+        for _ in range(10):
+            trainer.step()
+    assert guard.count == 0, guard.report()
+    assert trainer.algorithm.elitist == [False]

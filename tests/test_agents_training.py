@@ -29,7 +29,7 @@ FAST = dict(log_dir=None, progress=False, engine="torch", log_every=1)
 def small_config(algo: str, **changes):
     config = {
         "ppo": PPOConfig(batch_size=32, islands=2, island_size=4, queue_size=4, update_every=2, update_batch=8,
-                         patience=2),
+                         patience=2, elitist=False),
         "mutation": MutationConfig(batch_size=16, elite=4),
         "pqt": dataclasses.replace(agents.default_config("pqt"), batch_size=8),
         "pg-pqt": dataclasses.replace(agents.default_config("pg-pqt"), batch_size=8),
@@ -66,17 +66,25 @@ def test_a_solved_seed_stops_counting_while_the_others_go_on():
     assert results[0].solved and results[0].npe == trainer.npe_done <= 64 * 40  # stopped at its first solve
 
 
-@pytest.mark.parametrize("algo", ["ppo", "mutation", "pqt", "ga"])
+@pytest.mark.parametrize("algo", ["ppo", "ppo-elitist", "mutation", "pqt", "ga"])
 def test_resume_gives_bitwise_the_same_next_updates(tmp_path, algo):
-    base = TrainConfig(task="reverse-tune", algo=algo, npe=10_000, max_len=10, seeds=(3, 4),
-                       algo_config=small_config(algo), **FAST)
-    straight = Trainer(dataclasses.replace(base, max_train_steps=5))
+    if algo == "ppo-elitist":  # resumed between seed 5's hand-over (step 10) and seed 7's (step 30)
+        base = TrainConfig(task="reverse-tune", algo="ppo", npe=10**6, max_len=8, seeds=(5, 7),
+                           algo_config=small_config("ppo", elitist=True, elitist_patience=2), **FAST)
+        steps, stop = 33, 21
+    else:
+        base = TrainConfig(task="reverse-tune", algo=algo, npe=10_000, max_len=10, seeds=(3, 4),
+                           algo_config=small_config(algo), **FAST)
+        steps, stop = 5, 3
+    straight = Trainer(dataclasses.replace(base, max_train_steps=steps))
     straight.run()
     path = str(tmp_path / "run.pt")
-    first = Trainer(dataclasses.replace(base, max_train_steps=3, checkpoint=path, checkpoint_every=1))
+    first = Trainer(dataclasses.replace(base, max_train_steps=stop, checkpoint=path, checkpoint_every=1))
     first.run()
-    resumed = Trainer(dataclasses.replace(base, max_train_steps=5, resume=path))
-    assert resumed.step_count == 3  # mid-way between two policy updates of ppo (update_every=2)
+    resumed = Trainer(dataclasses.replace(base, max_train_steps=steps, resume=path))
+    assert resumed.step_count == stop  # mid-way between two policy updates of ppo (update_every=2)
+    if algo == "ppo-elitist":
+        assert resumed.algorithm.elitist == [False, True]
     resumed.run()
     assert_same(straight.algorithm.state_dict(), resumed.algorithm.state_dict())
     assert straight.npe.tolist() == resumed.npe.tolist()
@@ -102,6 +110,30 @@ def test_a_seed_trains_the_same_alone_or_batched():
         assert torch.allclose(a[0], b[0], atol=1e-5), name
     assert torch.equal(alone.algorithm.islands.tokens[0], batched.algorithm.islands.tokens[0])
     assert not torch.equal(batched.algorithm.islands.tokens[0], batched.algorithm.islands.tokens[1])
+
+
+def test_a_seed_trains_the_same_alone_or_batched_across_its_elitist_handover():
+    """Seed 5 hands over from its elitist phase at generation 10, seed 7 at 30: for 20 generations seed 7's
+    islands and edit policy ran beside seed 5's without learning (their draws used its generator). Each
+    seed's run is still the one it makes alone."""
+    config = TrainConfig(task="reverse-tune", algo="ppo", npe=10**6, max_len=8, max_train_steps=36,
+                         algo_config=small_config("ppo", elitist=True, elitist_patience=2), **FAST)
+    batched = Trainer(dataclasses.replace(config, seeds=(5, 7)))
+    phases = []
+    for _ in range(36):
+        batched.step()
+        phases.append(tuple(batched.algorithm.elitist))
+    assert phases[8] == (True, True) and phases[9] == (False, True) and phases[29] == (False, False)
+    for member, seed in enumerate((5, 7)):
+        alone = Trainer(dataclasses.replace(config, seeds=(seed,)))
+        alone.run()
+        mine, theirs = alone.algorithm.state_dict(), batched.algorithm.state_dict()
+        for name, value in mine["editor"].items():
+            assert torch.allclose(value[0], theirs["editor"][name][member], atol=1e-6), name
+        for part in ("islands", "queue", "edit_queue"):
+            for name, value in mine[part].items():
+                assert torch.equal(value[0], theirs[part][name][member]), (part, name)
+        assert int(alone.algorithm.optimizer.steps[0]) == int(batched.algorithm.optimizer.steps[member]) > 0
 
 
 def test_bad_settings_raise_clear_errors():

@@ -16,7 +16,7 @@ from synthenv.cli.train import TrainCommand, command_type
 
 ALGOS = agents.names()
 TINY = {"ppo": ["--batch-size", "32", "--islands", "2", "--island-size", "4", "--queue-size", "4",
-                "--update-every", "1", "--update-batch", "8"],
+                "--update-every", "1", "--update-batch", "8", "--no-elitist"],
         "mutation": ["--batch-size", "8", "--elite", "4"], "ga": ["--batch-size", "10"]}
 
 
