@@ -4,7 +4,7 @@ Algorithms register by name (one registry shape, STYLE §2); each takes its conf
 of the S members it trains at once, ``max_len`` and the device:
 
 - ``ppo``: the default agent, self-improving PPO that explores variants of its best programs
-  (neural-guided evolution, ``agents.ppo``).
+  (the mutation baseline's elitist search first, then neural-guided evolution, ``agents.ppo``).
 - ``mutation``: elitist mutation search, the plain baseline a learning agent must clear
   (``agents.mutation``).
 - ``pqt``, ``pg-pqt``, ``reinforce``: the PQT paper's policy-gradient family (``agents.pg``).

@@ -2,14 +2,14 @@
 
 Neural-guided evolution at the env's speed, batched over S members (seeds).
 
-Each member starts with an *elitist phase*: the mutation baseline's search (``agents.mutation``,
-the same children from the same seed: random variants of the member's queue of best programs),
-which solves the easy tasks fastest. When the queue has not changed for ``elitist_patience``
-generations (mutation's elite is stuck: it has frozen, and from then on draws the same children
-distribution forever), the member hands over to its islands, some of them seeded from that
-queue, and the rest of this docstring begins. Members hand over independently (checked every 10
-generations, the one ``elitist_handover`` sync point), and a member's run never depends on which
-other seeds share the job.
+Each member starts with an *elitist phase*: the mutation baseline's search (``agents.mutation``:
+random variants of the member's queue of best programs; with the same seed, the very programs the
+baseline writes), which solves the easy tasks fastest. When the queue has not changed for
+``elitist_patience`` generations (the baseline's elite has frozen: from then on it draws from
+the same distribution of children forever), the member hands over to the islands described
+below, ``seeded_islands`` of them starting from that queue. Members hand over independently
+(checked every 10 generations, the one ``elitist_handover`` sync point), and a member's run
+never depends on which other seeds share the job.
 
 Each member then keeps G islands of its best programs (``agents.islands``); each step (a
 *generation*) every island breeds C children, so one env call runs S x G x C programs:
