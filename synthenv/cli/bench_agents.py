@@ -17,8 +17,8 @@ class BenchAgentsCommand:
 
     algos: tuple[str, ...] = ("ppo", "ppo:elitist=False", "mutation", "random", "ga:batch_size=4096", "pqt",
                               "reinforce")
-    """Algorithms to measure, one after the other (never two at once). A few dozen steps of ``ppo`` are its
-    elitist phase; ``ppo:elitist=False`` times its islands and edit policy, what it runs after the hand-over."""
+    """Algorithms to measure, one after the other (never two at once). A few dozen steps of 'ppo' are its
+    elitist phase; 'ppo:elitist=False' times its islands and edit policy, what it runs after the hand-over."""
     task: str = "reverse"
     """Task the programs are scored on."""
     seeds: int = 3
