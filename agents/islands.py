@@ -107,6 +107,17 @@ class Islands:
         self.restarts = self.restarts + restart.sum(1)
         return restart
 
+    def start_member(self, member: int, tokens: torch.Tensor, rewards: torch.Tensor, features: torch.Tensor,
+                     hashes: torch.Tensor) -> None:
+        """Start member ``member``'s islands anew from ``tokens [G, M, L]`` with their ``rewards [G, M]``
+        (``EMPTY`` for programs not run), ``features [G, M, F]`` and ``hashes [G, M]``: no best yet, no
+        stall, no restarts. In place, with no tensor made from Python data (no host-to-device copy)."""
+        for name, value in (("tokens", tokens), ("rewards", rewards), ("features", features), ("hashes", hashes)):
+            getattr(self, name)[member] = value
+        self.best[member].fill_(EMPTY)
+        self.stale[member].fill_(0)
+        self.restarts[member].fill_(0)
+
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {name: getattr(self, name).clone() for name in ("tokens", "rewards", "features", "hashes", "best",
                                                                  "stale", "restarts")}

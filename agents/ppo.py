@@ -360,12 +360,9 @@ class PPO:
             rewards[:seeded] = self.queue.rewards[member][slots]
             features[:seeded] = self.queue.extras["features"][member][slots]
             hashes[:seeded] = self.queue.hashes[member][slots]
-        islands = self.islands
-        for name, value in (("tokens", tokens), ("rewards", rewards), ("features", features), ("hashes", hashes)):
-            getattr(islands, name)[member] = value
-        for value, fill in ((islands.best, EMPTY), (islands.stale, 0), (islands.restarts, 0),
-                            (self.buffer["valid"], False), (self.elitist_mask, False)):
-            value[member].fill_(fill)  # in place, no tensor from Python data (a host-to-device copy on a GPU)
+        self.islands.start_member(member, tokens, rewards, features, hashes)
+        self.buffer["valid"][member].fill_(False)  # in place, no tensor from Python data (a copy to a GPU)
+        self.elitist_mask[member].fill_(False)
         self.elitist[member] = False
 
     def _learn_islands(self, feedback: Feedback, hashes: torch.Tensor, on: torch.Tensor) -> dict[str, torch.Tensor]:

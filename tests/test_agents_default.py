@@ -22,16 +22,15 @@ SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_
 """The islands from the first step (the elitist phase's tests switch it on)."""
 
 
-def run_steps(config: PPOConfig, steps: int = 6, task: str = "reverse-tune") -> Trainer:
-    trainer = Trainer(TrainConfig(task=task, algo="ppo", algo_config=config, seeds=(1,), max_len=10, log_dir=None,
-                                  progress=False, npe=10**9))
-    trainer.stats = [trainer.step()[0] for _ in range(steps)]
-    return trainer
-
-
 def _trainer(algo: str, config, seeds: tuple[int, ...] = (1,), task: str = "reverse-tune") -> Trainer:
     return Trainer(TrainConfig(task=task, algo=algo, algo_config=config, seeds=seeds, max_len=10, log_dir=None,
                                progress=False, npe=10**9))
+
+
+def run_steps(config: PPOConfig, steps: int = 6, task: str = "reverse-tune") -> Trainer:
+    trainer = _trainer("ppo", config, task=task)
+    trainer.stats = [trainer.step()[0] for _ in range(steps)]
+    return trainer
 
 
 def test_the_elitist_phase_is_the_mutation_baseline():

@@ -40,6 +40,12 @@ def small_config(algo: str, **changes):
     return dataclasses.replace(config, **changes)
 
 
+def handover_config(**changes) -> TrainConfig:
+    """ppo with its elitist phase, seeds 5 and 7: seed 5 hands over at generation 10, seed 7 at 30."""
+    return TrainConfig(task="reverse-tune", algo="ppo", npe=10**6, max_len=8, seeds=(5, 7),
+                       algo_config=small_config("ppo", elitist=True, elitist_patience=2), **FAST, **changes)
+
+
 def test_npe_counts_sampled_programs_only():
     results = agents.train(TrainConfig(task="print-hello", algo="random", npe=200, max_len=6,
                                        algo_config=RandomConfig(batch_size=64), **FAST))
@@ -69,8 +75,7 @@ def test_a_solved_seed_stops_counting_while_the_others_go_on():
 @pytest.mark.parametrize("algo", ["ppo", "ppo-elitist", "mutation", "pqt", "ga"])
 def test_resume_gives_bitwise_the_same_next_updates(tmp_path, algo):
     if algo == "ppo-elitist":  # resumed between seed 5's hand-over (step 10) and seed 7's (step 30)
-        base = TrainConfig(task="reverse-tune", algo="ppo", npe=10**6, max_len=8, seeds=(5, 7),
-                           algo_config=small_config("ppo", elitist=True, elitist_patience=2), **FAST)
+        base = handover_config()
         steps, stop = 33, 21
     else:
         base = TrainConfig(task="reverse-tune", algo=algo, npe=10_000, max_len=10, seeds=(3, 4),
@@ -116,9 +121,8 @@ def test_a_seed_trains_the_same_alone_or_batched_across_its_elitist_handover():
     """Seed 5 hands over from its elitist phase at generation 10, seed 7 at 30: for 20 generations seed 7's
     islands and edit policy ran beside seed 5's without learning (their draws used its generator). Each
     seed's run is still the one it makes alone."""
-    config = TrainConfig(task="reverse-tune", algo="ppo", npe=10**6, max_len=8, max_train_steps=36,
-                         algo_config=small_config("ppo", elitist=True, elitist_patience=2), **FAST)
-    batched = Trainer(dataclasses.replace(config, seeds=(5, 7)))
+    config = handover_config(max_train_steps=36)
+    batched = Trainer(config)
     phases = []
     for _ in range(36):
         batched.step()
