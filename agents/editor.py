@@ -166,12 +166,20 @@ class EditPolicy(nn.Module):
         with sync_point("editor_width"):
             return min(length + 1, int(lengths.max()) + 1 + self.config.kernel // 2)
 
+    def logits(self, parents: torch.Tensor, features: torch.Tensor, members: torch.Tensor | None = None) -> EditLogits:
+        """``forward`` for all members, or with the parameters of members ``members [S']`` only
+        (``parents [S', N, L]``): the others' rows are neither computed nor, by the gradient, touched."""
+        if members is None:
+            return self(parents, features)
+        weights = {name: value.index_select(0, members) for name, value in self.named_parameters()}
+        return torch.func.functional_call(self, weights, (parents, features))
+
     @torch.no_grad()
-    def sample(self, parents: torch.Tensor, features: torch.Tensor,
-               generators: list[torch.Generator]) -> tuple[Edits, torch.Tensor]:
+    def sample(self, parents: torch.Tensor, features: torch.Tensor, generators: list[torch.Generator],
+               members: torch.Tensor | None = None) -> tuple[Edits, torch.Tensor]:
         """Edits for ``parents [S, N, L]`` (Gumbel-max, member s from ``generators[s]``) and their
-        log-probabilities ``[S, N]`` under the policy."""
-        logits = self(parents, features)
+        log-probabilities ``[S, N]`` under the policy (of members ``members [S']`` only: ``logits``)."""
+        logits = self.logits(parents, features, members)
         s, n, width = logits.position.shape
         e, full = self.config.max_edits, parents.shape[-1] + 1  # uniforms for the full width: a member's draws
         uniform = member_uniform(generators, (n, e + 1, full + NUM_KINDS + NUM_COMMANDS),  # never depend on the

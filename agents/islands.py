@@ -14,6 +14,8 @@ Everything is fixed-shape tensor code: no Python loop over islands or programs, 
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from .priority_queue import gather_rows, take_rows
@@ -21,6 +23,9 @@ from .variation import member_uniform, top_unique
 
 EMPTY = float("-inf")
 """Reward of a program that has not been run (a fresh slot of a restarted island)."""
+
+_FIELDS = ("tokens", "rewards", "features", "hashes", "best", "stale", "restarts")
+"""The per-member state, each tensor with the member first."""
 
 
 class Islands:
@@ -118,9 +123,20 @@ class Islands:
         self.stale[member].fill_(0)
         self.restarts[member].fill_(0)
 
+    def members(self, index: torch.Tensor) -> Islands:
+        """A copy of the islands of members ``index [S']`` (write it back with ``put_members``)."""
+        part = copy.copy(self)
+        for name in _FIELDS:
+            setattr(part, name, getattr(self, name).index_select(0, index))
+        return part
+
+    def put_members(self, index: torch.Tensor, part: Islands) -> None:
+        """Make ``part`` (``members(index)``, evolved since) members ``index``'s islands."""
+        for name in _FIELDS:
+            setattr(self, name, getattr(self, name).index_copy(0, index, getattr(part, name)))
+
     def state_dict(self) -> dict[str, torch.Tensor]:
-        return {name: getattr(self, name).clone() for name in ("tokens", "rewards", "features", "hashes", "best",
-                                                                 "stale", "restarts")}
+        return {name: getattr(self, name).clone() for name in _FIELDS}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         if tuple(state["tokens"].shape) != self.shape:

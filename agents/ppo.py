@@ -9,7 +9,10 @@ baseline writes), which solves the easy tasks fastest. When the queue has not ch
 the same distribution of children forever), the member hands over to the islands described
 below, ``seeded_islands`` of them starting from that queue. Members hand over independently
 (checked every 10 generations, the one ``elitist_handover`` sync point), and a member's run
-never depends on which other seeds share the job.
+never depends on which other seeds share the job. While only some members have handed over,
+the islands run for those members alone (on a copy of their rows), so the members still in
+their elitist phase step at the baseline's pace. A member that has solved the task never hands
+over: the batch's fixed shapes keep it stepping, and the elitist phase is its cheapest step.
 
 Each member then keeps G islands of its best programs (``agents.islands``); each step (a
 *generation*) every island breeds C children, so one env call runs S x G x C programs:
@@ -181,6 +184,33 @@ def _cat_edits(parts: list[Edits], dim: int) -> Edits:
     return Edits(*(torch.cat([getattr(p, name) for p in parts], dim=dim) for name in _EDIT_FIELDS))
 
 
+@dataclass
+class _IslandMembers:
+    """What one generation of the islands reads and writes, for the S' members past their elitist
+    phase: the agent's own objects when every member is past it, else copies of those members' rows
+    (``PPO.learn`` writes the islands and the edit queue back), so that members still in their
+    elitist phase cost the islands nothing."""
+
+    index: torch.Tensor | None
+    """``[S']`` the members, or None: all of them."""
+    generators: list[torch.Generator]
+    islands: Islands
+    queue: ProgramQueue
+    """The queue as the generation was proposed (crossover mates), read only."""
+    edit_queue: ProgramQueue
+
+    def take(self, values: torch.Tensor) -> torch.Tensor:
+        """These members' rows of ``values [S, ...]``."""
+        return values if self.index is None else values.index_select(0, self.index)
+
+    def spread(self, values: torch.Tensor, num_members: int) -> torch.Tensor:
+        """``values [S']`` as ``[S]`` float, NaN for the members in their elitist phase."""
+        values = values.float()
+        if self.index is None:
+            return values
+        return values.new_full((num_members,), float("nan")).index_copy(0, self.index, values)
+
+
 class PPO:
     """The default agent for S members at once (registered as ``ppo``).
 
@@ -208,6 +238,7 @@ class PPO:
                                               config.initial_length, device)  # [S, B, L]
         self.elite_score = torch.full((s,), EMPTY, dtype=torch.float64, device=device)  # [S] the queue's reward sum
         self.elite_stale = torch.zeros(s, dtype=torch.int64, device=device)  # [S] generations it has not changed
+        self.solved = torch.zeros(s, dtype=torch.bool, device=device)  # [S] the member has written a solving program
         self.islands = Islands(self._fresh(), NUM_FEATURES)
         self.queue = ProgramQueue(s, config.queue_size, max_len, device,
                                   extras={"features": ((NUM_FEATURES,), torch.float32)})
@@ -230,90 +261,111 @@ class PPO:
             "valid": torch.zeros((s, n), dtype=torch.bool, device=device),
         }
         self.generation = 0
-        self._pending: dict[str, torch.Tensor] = {}
+        self._pending: dict = {}
+        self._set_island_members()
 
     def new_programs(self, step: int) -> int:
         return self.config.batch_size
 
-    def _fresh(self) -> torch.Tensor:
-        """``[S, G, M, L]`` fresh random programs (the start, and every restart)."""
+    def _fresh(self, generators: list[torch.Generator] | None = None) -> torch.Tensor:
+        """``[S, G, M, L]`` fresh random programs (the start, and every restart), one member per generator."""
         config = self.config
-        return random_programs(self.generators, (config.islands, config.island_size), self.max_len,
-                               config.initial_length, self.device)
+        return random_programs(self.generators if generators is None else generators,
+                               (config.islands, config.island_size), self.max_len, config.initial_length, self.device)
+
+    def _set_island_members(self) -> None:
+        """Note on the device which members are past their elitist phase, when only some are (after a
+        hand-over or a resume; no tensor when all or none are: nothing to pick)."""
+        past = [member for member, elitist in enumerate(self.elitist) if not elitist]
+        some = 0 < len(past) < len(self.elitist)
+        self._island_index = torch.tensor(past, dtype=torch.int64, device=self.device) if some else None
+
+    def _island_members(self) -> _IslandMembers:
+        index = self._island_index
+        if index is None:
+            return _IslandMembers(None, self.generators, self.islands, self.queue, self.edit_queue)
+        return _IslandMembers(index, [self.generators[m] for m, elitist in enumerate(self.elitist) if not elitist],
+                              self.islands.members(index), self.queue.members(index), self.edit_queue.members(index))
 
     def propose(self) -> torch.Tensor:
         """One generation: the elitist phase's children for members in it, the islands' for the others."""
         self._pending = {}
-        if not any(self.elitist):
-            return self._propose_islands()
         if all(self.elitist):
             return self.elite_children
-        return torch.where(self.elitist_mask[:, None, None], self.elite_children, self._propose_islands())
+        view = self._island_members()
+        children = self._propose_islands(view)
+        self._pending["members"] = view
+        return children if view.index is None else self.elite_children.index_copy(0, view.index, children)
 
-    def _propose_islands(self) -> torch.Tensor:
+    def _propose_islands(self, view: _IslandMembers) -> torch.Tensor:
         """Random variants, crossovers and policy variants of each island's programs, then random
-        variants of the queue's (the elite)."""
-        config = self.config
-        s, g, c, length = len(self.generators), config.islands, config.children_per_island, self.max_len
+        variants of the queue's (the elite); ``[S', B, L]`` for the members ``view``."""
+        config, generators = self.config, view.generators
+        s, g, c, length = len(generators), config.islands, config.children_per_island, self.max_len
         n_pol, n_spl = config.policy_children, config.splice_children
-        parents, features, parent_rewards = self.islands.sample_parents(self.generators, c)  # [S, G, C, ...]
+        parents, features, parent_rewards = view.islands.sample_parents(generators, c)  # [S', G, C, ...]
         if not config.feedback:
             features = torch.zeros_like(features)
         flat = parents.reshape(s, g * c, length)
-        edits = random_edits(self.generators, flat, config.max_edits)  # [S, G*C, E]
+        edits = random_edits(generators, flat, config.max_edits)  # [S', G*C, E]
         edits = Edits(*(getattr(edits, name).view(s, g, c, -1) for name in _EDIT_FIELDS))
         log_probs = None
         if n_pol:
             policy_parents = parents[:, :, :n_pol].reshape(s, g * n_pol, length)
             policy_features = features[:, :, :n_pol].reshape(s, g * n_pol, -1)
-            policy_edits, log_probs = self.editor.sample(policy_parents, policy_features, self.generators)
+            policy_edits, log_probs = self.editor.sample(policy_parents, policy_features, generators, view.index)
             policy_edits = Edits(*(getattr(policy_edits, name).view(s, g, n_pol, -1) for name in _EDIT_FIELDS))
             edits = _cat_edits([policy_edits, Edits(*(getattr(edits, name)[:, :, n_pol:] for name in _EDIT_FIELDS))],
                                dim=2)
         children = apply_edits(parents, edits)  # [S, G, C, L]
         if n_spl:
             part = slice(n_pol, n_pol + n_spl)
-            queued, _ = self.queue.sample(g * n_spl, self.generators)  # [S, G*n_spl, L]
-            mates, _, _ = self.islands.sample_parents(self.generators, n_spl)  # [S, G, n_spl, L]
-            from_queue = member_uniform(self.generators, (g, n_spl, 1), self.device) < 0.5
-            from_queue = from_queue & self.queue.valid[:, :1, None, None]  # an empty queue offers nothing
+            queued, _ = view.queue.sample(g * n_spl, generators)  # [S', G*n_spl, L]
+            mates, _, _ = view.islands.sample_parents(generators, n_spl)  # [S', G, n_spl, L]
+            from_queue = member_uniform(generators, (g, n_spl, 1), self.device) < 0.5
+            from_queue = from_queue & view.queue.valid[:, :1, None, None]  # an empty queue offers nothing
             mates = torch.where(from_queue, queued.view(s, g, n_spl, length), mates)
-            spliced = splice(self.generators, parents[:, :, part].reshape(s, -1, length), mates.reshape(s, -1, length))
+            spliced = splice(generators, parents[:, :, part].reshape(s, -1, length), mates.reshape(s, -1, length))
             children[:, :, part] = spliced.view(s, g, n_spl, length)  # children is apply_edits' own tensor
         self._pending = {"parents": parents, "features": features, "parent_rewards": parent_rewards,
                          "edits": edits, "children": children, "log_probs": log_probs}
         if config.elite_children:
-            self._pending["elite"] = self._elite_variants()
+            self._pending["elite"] = self._elite_variants(view)
             return torch.cat([children.view(s, g * c, length), self._pending["elite"]["children"]], dim=1)
         return children.view(s, g * c, length)
 
-    def _elite_variants(self) -> dict[str, torch.Tensor]:
+    def _elite_variants(self, view: _IslandMembers) -> dict[str, torch.Tensor]:
         """Random variants of programs drawn from the member's queue (empty programs while it is empty)."""
-        slots = self.queue.sample_slots(self.config.elite_children, self.generators)  # [S, E]
-        parents = ProgramQueue.gather(self.queue.tokens, slots)  # [S, E, L]
-        edits = random_edits(self.generators, parents, self.config.max_edits)
-        return {"parents": parents, "features": ProgramQueue.gather(self.queue.extras["features"], slots),
-                "parent_rewards": ProgramQueue.gather(self.queue.rewards, slots), "edits": edits,
+        queue = view.queue
+        slots = queue.sample_slots(self.config.elite_children, view.generators)  # [S', E]
+        parents = ProgramQueue.gather(queue.tokens, slots)  # [S', E, L]
+        edits = random_edits(view.generators, parents, self.config.max_edits)
+        return {"parents": parents, "features": ProgramQueue.gather(queue.extras["features"], slots),
+                "parent_rewards": ProgramQueue.gather(queue.rewards, slots), "edits": edits,
                 "children": apply_edits(parents, edits)}
 
     def learn(self, feedback: Feedback) -> dict[str, torch.Tensor]:
         config, s = self.config, len(self.generators)
         hashes = row_hashes(feedback.tokens)  # [S, B]: once for the islands and both queues
         self.queue.push(feedback.tokens, feedback.rewards, hashes=hashes, features=feedback.features)
+        self.solved = self.solved | feedback.solved.any(1)
         stats = {"programs/queue_best": self.queue.rewards[:, 0], "programs/queue_worst": self.queue.rewards[:, -1],
                  "charts/elitist_phase": self.elitist_mask.float()}
         learned = torch.zeros(s, dtype=torch.bool, device=self.device)
-        islands = self._pending
-        if islands:  # some member is past its elitist phase
-            on = ~self.elitist_mask  # [S]
-            island_stats = self._learn_islands(feedback, hashes, on)
-            stats.update({k: torch.where(on, v.float(), float("nan")) for k, v in island_stats.items()})
+        view = self._pending.get("members")
+        if view is not None:  # some member is past its elitist phase
+            island_stats = self._learn_islands(view, view.take(feedback.rewards), view.take(feedback.features),
+                                               view.take(hashes))
+            stats.update({k: view.spread(v, s) for k, v in island_stats.items()})
         if any(self.elitist):
             self._learn_elitist()
         self.generation += 1
-        if islands and config.policy_children and self.generation % config.update_every == 0:
-            stats.update(self._update(on))
-            learned = on
+        if view is not None and config.policy_children and self.generation % config.update_every == 0:
+            stats.update({k: view.spread(v, s) for k, v in self._update(view).items()})
+            learned = ~self.elitist_mask
+        if view is not None and view.index is not None:
+            self.islands.put_members(view.index, view.islands)
+            self.edit_queue.put_members(view.index, view.edit_queue)
         stats["_learned"] = learned
         if any(self.elitist) and self.generation % HANDOVER_EVERY == 0:
             self._hand_over_stalled()
@@ -329,12 +381,15 @@ class PPO:
         self.elite_children = mutate(self.queue, config.batch_size, config.max_edits, self.elitist_generators)
 
     def _hand_over_stalled(self) -> None:
-        """Hand the members whose queue has stalled for ``elitist_patience`` generations over to their islands."""
+        """Hand the members whose queue has stalled for ``elitist_patience`` generations, and that have not
+        solved the task, over to their islands."""
         with sync_point("elitist_handover"):
-            stalled = (self.elite_stale >= self.config.elitist_patience).tolist()
-        for member, (elitist, stall) in enumerate(zip(self.elitist, stalled)):
-            if elitist and stall:
+            stalled = ((self.elite_stale >= self.config.elitist_patience) & ~self.solved).tolist()
+            handed = [member for member, (elitist, stall) in enumerate(zip(self.elitist, stalled)) if elitist and stall]
+            for member in handed:
                 self._hand_over(member)
+            if handed:
+                self._set_island_members()  # a copy of the members' list to the device
 
     def _hand_over(self, member: int) -> None:
         """Start ``member``'s islands: ``seeded_islands`` of them from its queue, the others fresh.
@@ -365,16 +420,17 @@ class PPO:
         self.elitist_mask[member].fill_(False)
         self.elitist[member] = False
 
-    def _learn_islands(self, feedback: Feedback, hashes: torch.Tensor, on: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The islands' step for the members ``on [S]`` (the others' rows are the elitist phase's:
-        their islands learn nothing, and are started anew at their hand-over)."""
-        config, pending = self.config, self._pending
-        s, g, c = len(self.generators), config.islands, config.children_per_island
+    def _learn_islands(self, view: _IslandMembers, all_rewards: torch.Tensor, all_features: torch.Tensor,
+                       hashes: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The islands' step for the members ``view``, from their rows of the generation's ``rewards [S', B]``,
+        ``features [S', B, F]`` and ``hashes [S', B]``; statistics ``[S']``."""
+        config, pending, generators = self.config, self._pending, view.generators
+        s, g, c = len(generators), config.islands, config.children_per_island
         n_pol, n_spl, n_isl = config.policy_children, config.splice_children, g * c
-        rewards = feedback.rewards[:, :n_isl].view(s, g, c)
-        features = feedback.features[:, :n_isl].view(s, g, c, -1)
+        rewards = all_rewards[:, :n_isl].view(s, g, c)
+        features = all_features[:, :n_isl].view(s, g, c, -1)
         parent_rewards = pending["parent_rewards"]
-        known = (parent_rewards > EMPTY) & on[:, None, None]  # [S, G, C] the parent had been run: a gain is defined
+        known = parent_rewards > EMPTY  # [S', G, C] the parent had been run: a gain is defined
         gains = torch.where(known, rewards - parent_rewards, 0.0)
         improved = known & (gains > 0)
         stats = self._improve_rates(improved, known, n_pol, n_spl)
@@ -382,21 +438,21 @@ class PPO:
         edited = (edited < n_pol) | (edited >= n_pol + n_spl)  # crossovers are not edits
         variants = [self._variants(pending, rewards, improved & edited)]
         if config.elite_children:
-            elite, elite_rewards = pending["elite"], feedback.rewards[:, n_isl:]
-            elite_known = (elite["parent_rewards"] > EMPTY) & on[:, None]  # [S, E]
+            elite, elite_rewards = pending["elite"], all_rewards[:, n_isl:]
+            elite_known = elite["parent_rewards"] > EMPTY  # [S', E]
             elite_improved = elite_known & (elite_rewards > elite["parent_rewards"])
             stats["charts/improve_rate_elite"] = masked_mean(elite_improved.float(), elite_known)
             variants.append({**elite, "rewards": torch.where(elite_improved, elite_rewards, EMPTY)})
-        self._remember_edits(variants, hashes)
+        self._remember_edits(view.edit_queue, variants, hashes)
         if n_pol:
-            self._store(pending, gains[:, :, :n_pol], known[:, :, :n_pol])
-        fresh = self._fresh()
+            self._store(view, gains[:, :, :n_pol], known[:, :, :n_pol])
+        fresh = self._fresh(generators)
         patience = config.patience if config.restarts else torch.iinfo(torch.int64).max
-        ties = member_uniform(self.generators, (g, config.island_size + c), self.device) if config.drift else None
-        restarted = self.islands.merge(pending["children"], rewards, features, hashes[:, :n_isl].view(s, g, c), fresh,
+        ties = member_uniform(generators, (g, config.island_size + c), self.device) if config.drift else None
+        restarted = view.islands.merge(pending["children"], rewards, features, hashes[:, :n_isl].view(s, g, c), fresh,
                                        patience, ties)
         stats.update({"charts/island_restarts": restarted.float().sum(1),
-                      "charts/island_best_mean": self.islands.best.clamp(min=-1.0).mean(1)})
+                      "charts/island_best_mean": view.islands.best.clamp(min=-1.0).mean(1)})
         return stats
 
     def _improve_rates(self, improved: torch.Tensor, known: torch.Tensor, n_pol: int, n_spl: int) -> dict:
@@ -417,22 +473,24 @@ class PPO:
                 "features": pending["features"].reshape(s, -1, NUM_FEATURES),
                 "edits": Edits(*(getattr(edits, name).reshape(s, -1, e) for name in _EDIT_FIELDS))}
 
-    def _remember_edits(self, variants: list[dict], hashes: torch.Tensor) -> None:
+    @staticmethod
+    def _remember_edits(edit_queue: ProgramQueue, variants: list[dict], hashes: torch.Tensor) -> None:
         """Queue the edits that beat their parent, ranked by the child's reward (the imitation set).
 
-        ``variants``: the islands' children, then the elite's, each a dict of ``[S, N, ...]`` rows
-        (``_variants``) in the order of the generation's programs (``hashes [S, B]``)."""
+        ``variants``: the islands' children, then the elite's, each a dict of ``[S', N, ...]`` rows
+        (``_variants``) in the order of the generation's programs (``hashes [S', B]``)."""
         if len(variants) == 1:  # no elite: the islands' rows as they are (a cat of one would copy them)
             cat, edits = variants[0].__getitem__, variants[0]["edits"]
         else:
             cat = lambda name: torch.cat([v[name] for v in variants], dim=1)  # noqa: E731
             edits = _cat_edits([v["edits"] for v in variants], dim=1)
-        self.edit_queue.push(cat("children"), cat("rewards"), hashes, parents=cat("parents"), features=cat("features"),
-                             **{f"edit_{name}": getattr(edits, name) for name in _EDIT_FIELDS})
+        edit_queue.push(cat("children"), cat("rewards"), hashes, parents=cat("parents"), features=cat("features"),
+                        **{f"edit_{name}": getattr(edits, name) for name in _EDIT_FIELDS})
 
-    def _store(self, pending: dict, gains: torch.Tensor, known: torch.Tensor) -> None:
-        """Put this generation's policy variants in their slot of the update buffer."""
-        s, length, n_pol = len(self.generators), self.max_len, self.config.policy_children
+    def _store(self, view: _IslandMembers, gains: torch.Tensor, known: torch.Tensor) -> None:
+        """Put this generation's policy variants in their slot of the members ``view``'s update buffer."""
+        pending = self._pending
+        s, length, n_pol = len(view.generators), self.max_len, self.config.policy_children
         width = self.config.islands * n_pol
         start = (self.generation % self.config.update_every) * width
         slot = slice(start, start + width)
@@ -443,17 +501,20 @@ class PPO:
         values.update({name: getattr(pending["edits"], name)[:, :, :n_pol].reshape(s, width, -1)
                        for name in _EDIT_FIELDS})
         for name, value in values.items():
-            self.buffer[name][:, slot] = value
+            if view.index is None:
+                self.buffer[name][:, slot] = value
+            else:
+                self.buffer[name][:, slot].index_copy_(0, view.index, value)  # in place, through the view
 
-    def _update(self, on: torch.Tensor) -> dict[str, torch.Tensor]:
+    def _update(self, view: _IslandMembers) -> dict[str, torch.Tensor]:
         """PPO + imitation on a sample of the buffered policy variants and the queue of improving edits,
-        for the members ``on [S]`` (the others' parameters and optimizer state stay as they are)."""
-        config, queue = self.config, self.edit_queue
+        for the members ``view`` (the others' parameters and optimizer state stay as they are); statistics ``[S']``."""
+        config, queue = self.config, view.edit_queue
         size = self.buffer["parents"].shape[1]
         n = min(config.update_batch, size)
-        keys = member_uniform(self.generators, (size,), self.device)
-        chosen = keys.argsort(dim=1)[:, :n]  # [S, n]: a uniform sample without replacement
-        buffer = {name: value.gather(1, chosen.view(*chosen.shape, *([1] * (value.dim() - 2))).expand(
+        keys = member_uniform(view.generators, (size,), self.device)
+        chosen = keys.argsort(dim=1)[:, :n]  # [S', n]: a uniform sample without replacement
+        buffer = {name: view.take(value).gather(1, chosen.view(*chosen.shape, *([1] * (value.dim() - 2))).expand(
             -1, -1, *value.shape[2:])) for name, value in self.buffer.items()}
         valid = buffer["valid"]
         if config.risk_quantile:
@@ -467,7 +528,7 @@ class PPO:
         features = torch.cat([buffer["features"], queue.extras["features"]], dim=1)
         totals: dict[str, torch.Tensor] = {}
         for _ in range(config.update_epochs):
-            logits = self.editor(parents, features)
+            logits = self.editor.logits(parents, features, view.index)
             own, imitated = logits.select(slice(0, n)), logits.select(slice(n, None))
             log_ratio = edit_log_probs(own, edits) - buffer["log_probs"]
             ratio = log_ratio.exp()
@@ -477,8 +538,8 @@ class PPO:
             loss = config.pg_weight * policy_loss + config.queue_weight * queue_loss - config.entropy_coef * entropy
             self.optimizer.zero_grad()
             loss.sum().backward()  # members share no parameters: the sum keeps their gradients apart
-            grad_norm = clip_grad_norm_per_member(list(self.editor.parameters()), config.max_grad_norm)
-            self.optimizer.step(on)
+            grad_norm = view.take(clip_grad_norm_per_member(list(self.editor.parameters()), config.max_grad_norm))
+            self.optimizer.step(~self.elitist_mask)
             with torch.no_grad():
                 step = {"losses/policy_loss": policy_loss, "losses/queue_loss": queue_loss,
                         "losses/entropy": entropy, "losses/grad_norm": grad_norm,
@@ -497,6 +558,7 @@ class PPO:
                 "generation": self.generation, "generators": generator_states(self.generators),
                 "elitist": list(self.elitist), "elite_children": self.elite_children.clone(),
                 "elite_score": self.elite_score.clone(), "elite_stale": self.elite_stale.clone(),
+                "solved": self.solved.clone(),
                 "elitist_generators": generator_states(self.elitist_generators),
                 "config": dataclasses.asdict(self.config)}
 
@@ -514,6 +576,7 @@ class PPO:
                              "resume with the same seeds")
         self.elitist = [bool(flag) for flag in state["elitist"]]
         self.elitist_mask = torch.tensor(self.elitist, dtype=torch.bool, device=self.device)
-        for name in ("elite_children", "elite_score", "elite_stale"):
+        self._set_island_members()
+        for name in ("elite_children", "elite_score", "elite_stale", "solved"):
             setattr(self, name, state[name].to(self.device).clone())
         load_generator_states(self.elitist_generators, state["elitist_generators"])

@@ -7,6 +7,7 @@ members; pushing a batch and drawing from the queue are tensor operations with n
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -88,6 +89,20 @@ class ProgramQueue:
     def gather(values: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         """Rows ``slots [S, count]`` of ``values [S, K, ...]`` (the tokens, rewards or an extra)."""
         return gather_rows(values, slots)
+
+    def members(self, index: torch.Tensor) -> ProgramQueue:
+        """A copy of the queues of members ``index [S']`` (write it back with ``put_members``)."""
+        part = copy.copy(self)
+        part.tokens, part.rewards, part.hashes = (x.index_select(0, index) for x in (self.tokens, self.rewards,
+                                                                                    self.hashes))
+        part.extras = {name: value.index_select(0, index) for name, value in self.extras.items()}
+        return part
+
+    def put_members(self, index: torch.Tensor, part: ProgramQueue) -> None:
+        """Make ``part`` (``members(index)``, pushed to since) members ``index``'s queues."""
+        self.tokens, self.rewards, self.hashes = (mine.index_copy(0, index, theirs) for mine, theirs in (
+            (self.tokens, part.tokens), (self.rewards, part.rewards), (self.hashes, part.hashes)))
+        self.extras = {name: value.index_copy(0, index, part.extras[name]) for name, value in self.extras.items()}
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {"tokens": self.tokens.clone(), "rewards": self.rewards.clone(),

@@ -179,6 +179,29 @@ def test_drift_lets_equally_good_children_in():
     assert merged(keys) == 4
 
 
+def test_islands_of_some_members_merge_on_a_copy_and_go_back_in_their_place():
+    """What the agent does while some members are still in their elitist phase: ``members(index)``, a
+    generation merged into that copy, ``put_members``. The result equals merging all members in place, for
+    those members; the others are untouched."""
+    gens = [torch.Generator().manual_seed(seed) for seed in range(3)]
+    tokens = torch.randint(0, 9, (3, 2, 4, 5), generator=gens[0])
+    children = torch.randint(0, 9, (3, 2, 6, 5), generator=gens[1])
+    rewards, features = torch.rand((3, 2, 6), generator=gens[2]), torch.rand((3, 2, 6, 1), generator=gens[2])
+    hashes, fresh = torch.arange(36).view(3, 2, 6), torch.zeros((3, 2, 4, 5), dtype=torch.int64)
+    in_place, via_copy = Islands(tokens.clone(), 1), Islands(tokens.clone(), 1)
+    in_place.merge(children, rewards, features, hashes, fresh, patience=100)
+    before = via_copy.state_dict()
+    index = torch.tensor([2, 0])
+    part = via_copy.members(index)
+    part.merge(children[index], rewards[index], features[index], hashes[index], fresh[index], patience=100)
+    via_copy.put_members(index, part)
+    merged, kept = in_place.state_dict(), via_copy.state_dict()
+    for name in merged:
+        assert torch.equal(kept[name][index], merged[name][index]), name
+        assert torch.equal(kept[name][1], before[name][1]), name
+    assert not torch.equal(merged["tokens"][1], before["tokens"][1])  # merging changes what it reaches
+
+
 def test_the_agent_solves_a_task_from_a_task_file(tmp_path):
     task_file = tmp_path / "add-three.json"
     pairs = [[[v], [(v + 3) % 256]] for v in (0, 5, 17, 100, 250, 41)]

@@ -45,6 +45,28 @@ def test_members_are_kept_apart():
     assert queue.tokens[:, 0].tolist() == [[2], [3]]
 
 
+def test_a_copy_of_some_members_goes_back_in_their_place():
+    """``members(index)`` copies those members' queues; pushed to and put back, they equal queues pushed in
+    place, and the other members' are untouched."""
+    rewards = torch.tensor([[0.1, 0.2], [0.4, 0.3], [0.7, 0.6]])
+    tokens = torch.tensor([[[1], [2]], [[3], [4]], [[5], [6]]])
+    direct = ProgramQueue(3, 2, 1, CPU, extras={"score": ((), torch.float32)})
+    direct.push(tokens, rewards, score=rewards * 2)
+    via_copy = ProgramQueue(3, 2, 1, CPU, extras={"score": ((), torch.float32)})
+    before = via_copy.state_dict()
+    index = torch.tensor([2, 0])
+    part = via_copy.members(index)
+    part.push(tokens[index], rewards[index], score=rewards[index] * 2)
+    assert torch.equal(via_copy.tokens, before["tokens"])  # a copy: the queue itself is unchanged so far
+    via_copy.put_members(index, part)
+    for member in (0, 2):
+        assert torch.equal(via_copy.tokens[member], direct.tokens[member])
+        assert torch.equal(via_copy.rewards[member], direct.rewards[member])
+        assert torch.equal(via_copy.hashes[member], direct.hashes[member])
+        assert torch.equal(via_copy.extras["score"][member], direct.extras["score"][member])
+    assert not via_copy.valid[1].any()  # member 1 was not in the copy
+
+
 def test_sampling_is_uniform_over_filled_slots_and_flags_an_empty_queue():
     queue = ProgramQueue(2, 4, 1, CPU)
     queue.push(torch.tensor([[[1], [2]], [[3], [3]]]), torch.tensor([[0.1, 0.2], [0.5, 0.5]]))

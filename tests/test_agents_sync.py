@@ -32,12 +32,12 @@ SMALL = {
 }
 
 
-def gpu_path_trainer(algo: str, monkeypatch, **changes) -> Trainer:
+def gpu_path_trainer(algo: str, monkeypatch, seeds: tuple[int, ...] = (0,), **changes) -> Trainer:
     monkeypatch.setattr(variation, "_native", lambda *tensors: None)  # the torch operators, as on a GPU
     monkeypatch.setattr(editor, "_width_on_host", lambda device: False)  # the edit policy's full width, as on a GPU
     config = dataclasses.replace(agents.default_config(algo), **{**SMALL[algo], **changes})
     trainer = Trainer(TrainConfig(task="reverse-tune", algo=algo, max_len=12, algo_config=config, log_dir=None,
-                                  progress=False, npe=10**6))
+                                  progress=False, npe=10**6, seeds=seeds))
     evaluator = Evaluator(TraditionalCompiler(impl="torch"), engines.get("torch"), scorer="torch")
     trainer.env = SynthVecEnv(trainer.task, trainer.num_members * trainer.batch, mode="program", max_len=12,
                               evaluator=evaluator, validate_actions=False)
@@ -64,3 +64,15 @@ def test_the_default_agent_syncs_only_to_hand_over(monkeypatch):
             trainer.step()
     assert guard.count == 0, guard.report()
     assert trainer.algorithm.elitist == [False]
+
+
+def test_the_default_agent_syncs_only_to_hand_over_with_members_in_both_phases(monkeypatch):
+    """Seeds 5 and 7 hand over at generations 10 and 20: between them the islands run for seed 5 only."""
+    trainer = gpu_path_trainer("ppo", monkeypatch, elitist=True, elitist_patience=1, seeds=(5, 7))
+    phases = []
+    with forbid_host_sync(allow=("torch_engine_check", "elitist_handover")) as guard:
+        for _ in range(20):
+            trainer.step()
+            phases.append(tuple(trainer.algorithm.elitist))
+    assert guard.count == 0, guard.report()
+    assert phases[8] == (False, True) and phases[-1] == (False, False)

@@ -118,9 +118,9 @@ def test_a_seed_trains_the_same_alone_or_batched():
 
 
 def test_a_seed_trains_the_same_alone_or_batched_across_its_elitist_handover():
-    """Seed 5 hands over from its elitist phase at generation 10, seed 7 at 30: for 20 generations seed 7's
-    islands and edit policy ran beside seed 5's without learning (their draws used its generator). Each
-    seed's run is still the one it makes alone."""
+    """Seed 5 hands over from its elitist phase at generation 10, seed 7 at 30: for 20 generations only seed 5's
+    islands ran (on a copy of its rows, written back each generation). Each seed's run is still the one it makes
+    alone."""
     config = handover_config(max_train_steps=36)
     batched = Trainer(config)
     phases = []
@@ -138,6 +138,43 @@ def test_a_seed_trains_the_same_alone_or_batched_across_its_elitist_handover():
             for name, value in mine[part].items():
                 assert torch.equal(value[0], theirs[part][name][member]), (part, name)
         assert int(alone.algorithm.optimizer.steps[0]) == int(batched.algorithm.optimizer.steps[member]) > 0
+
+
+def test_a_member_in_its_elitist_phase_costs_the_islands_nothing():
+    """Between seed 5's hand-over (generation 10) and seed 7's (30), seed 7's islands, update buffer, edit
+    queue, edit policy and generator are left as they were: only seed 5's rows are computed."""
+    trainer = Trainer(handover_config())
+    agent = trainer.algorithm
+    for _ in range(11):
+        trainer.step()
+    assert agent.elitist == [False, True]
+
+    def member_one():
+        state = agent.state_dict()
+        return {"islands": {k: v[1] for k, v in state["islands"].items()},
+                "edit_queue": {k: v[1] for k, v in state["edit_queue"].items()},
+                "editor": {k: v[1] for k, v in state["editor"].items()},
+                "buffer": {k: v[1] for k, v in state["buffer"].items()},
+                "generator": state["generators"][1]}
+
+    before, seed_five = member_one(), agent.islands.tokens[0].clone()
+    for _ in range(10):
+        trainer.step()
+    assert agent.elitist == [False, True]
+    assert_same(before, member_one())
+    assert not torch.equal(seed_five, agent.islands.tokens[0])  # seed 5's islands evolved meanwhile
+
+
+def test_a_member_that_solved_stays_in_its_elitist_phase():
+    """One program in eight solves DOT: every seed solves in its first generation, and its queue (all
+    solving programs soon) stalls, yet it never hands over: the islands would cost steps and find nothing."""
+    config = TrainConfig(task=DOT.name, algo="ppo", npe=10**6, max_len=2, seeds=(0, 1),
+                         algo_config=small_config("ppo", elitist=True, elitist_patience=2), **FAST)
+    trainer = Trainer(config)
+    for _ in range(30):
+        trainer.step()
+    assert trainer.algorithm.solved.tolist() == [True, True]
+    assert int(trainer.algorithm.elite_stale.min()) > 2 and trainer.algorithm.elitist == [True, True]
 
 
 def test_bad_settings_raise_clear_errors():

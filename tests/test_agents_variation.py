@@ -182,6 +182,23 @@ def test_the_edit_policy_reads_short_programs_the_same_in_the_trimmed_width(monk
         assert torch.allclose(a, b, atol=1e-4)
 
 
+def test_the_edit_policy_of_some_members_is_their_rows_of_the_whole():
+    """``logits(..., members)``: the members' rows of the pass over all, and gradients only for them."""
+    gens = _generators(3, 2)
+    policy = EditPolicy(EditorConfig(), 3, num_features=9, generators=gens, device=CPU)
+    parents = random_programs(gens, (20,), 10, 10, CPU)
+    features = torch.rand(3, 20, 9)
+    edits = random_edits(gens, parents, max_edits=3)
+    index = torch.tensor([2, 0])
+    whole = edit_log_probs(policy(parents, features), edits)
+    some = edit_log_probs(policy.logits(parents[index], features[index], index), Edits(*(getattr(edits, name)[index] for name in ("positions", "kinds", "tokens", "active"))))
+    assert torch.allclose(some, whole[index], atol=1e-5)
+    some.sum().backward()
+    for name, parameter in policy.named_parameters():
+        assert not parameter.grad[1].any(), name
+    assert all(parameter.grad[index].any() for parameter in policy.parameters())
+
+
 def test_the_edit_policy_scores_random_edits_finitely():
     """Random mutation and the policy share one action space: the policy can imitate random edits."""
     gens = _generators(1, 3)
