@@ -27,7 +27,7 @@ from typing import Protocol
 import torch
 
 from synthenv import tasks
-from synthenv.checkpoint import RESUME_FIX, CheckpointError, load_checkpoint, save_checkpoint
+from synthenv.checkpoint import RESUME_FIX, CheckpointError, load_checkpoint, require_keys, save_checkpoint
 from synthenv.checks import (require_finite, require_positive_int_fields, require_seed, require_writable,
                              resolve_device)
 from synthenv.env import SynthVecEnv
@@ -342,6 +342,7 @@ class Trainer:
             details = ", ".join(f"{k}: checkpoint {saved.get(k)!r} vs now {current[k]!r}" for k in different)
             raise ValueError(f"checkpoint {path} was written with other settings ({details}); resume with the "
                              "same task, algorithm, seeds and options")
+        require_keys(state["algorithm"], self.algorithm.state_dict(), path)  # a file from an older synthenv
         self.algorithm.load_state_dict(state["algorithm"])
         for name in ("step_count", "npe_done", "run_dirs", "elapsed", "step_seconds", "programs_executed"):
             setattr(self, name, state[name])

@@ -9,6 +9,7 @@ import torch
 
 from states import assert_same
 from synthenv import agents, tasks
+from synthenv.checkpoint import CheckpointError
 from synthenv.agents import GAConfig, MutationConfig, PPOConfig, RandomConfig, TrainConfig, Trainer
 from synthenv.tasks import Task
 
@@ -94,6 +95,19 @@ def test_resume_gives_bitwise_the_same_next_updates(tmp_path, algo):
     assert_same(straight.algorithm.state_dict(), resumed.algorithm.state_dict())
     assert straight.npe.tolist() == resumed.npe.tolist()
     assert torch.equal(straight.best_tokens, resumed.best_tokens)
+
+
+def test_resume_names_what_a_checkpoint_from_another_version_lacks(tmp_path):
+    """A checkpoint of ppo written before it tracked which members solved: a clear error, not a KeyError."""
+    path = str(tmp_path / "run.pt")
+    config = TrainConfig(task="reverse-tune", algo="ppo", npe=10**6, max_len=8, max_train_steps=2, checkpoint=path,
+                         algo_config=small_config("ppo"), **FAST)
+    agents.train(config)
+    state = torch.load(path, weights_only=True)
+    del state["algorithm"]["solved"]
+    torch.save(state, path)
+    with pytest.raises(CheckpointError, match="lacks 'solved'.*another version of synthenv"):
+        Trainer(dataclasses.replace(config, checkpoint=None, resume=path))
 
 
 def test_resume_refuses_other_settings(tmp_path):
