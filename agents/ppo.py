@@ -276,15 +276,15 @@ class PPO:
     def _set_island_members(self) -> None:
         """Note on the device which members are past their elitist phase, when only some are (after a
         hand-over or a resume; no tensor when all or none are: nothing to pick)."""
-        past = [member for member, elitist in enumerate(self.elitist) if not elitist]
-        some = 0 < len(past) < len(self.elitist)
-        self._island_index = torch.tensor(past, dtype=torch.int64, device=self.device) if some else None
+        self._island_past = [member for member, elitist in enumerate(self.elitist) if not elitist]
+        some = 0 < len(self._island_past) < len(self.elitist)
+        self._island_index = torch.tensor(self._island_past, dtype=torch.int64, device=self.device) if some else None
 
     def _island_members(self) -> _IslandMembers:
         index = self._island_index
         if index is None:
             return _IslandMembers(None, self.generators, self.islands, self.queue, self.edit_queue)
-        return _IslandMembers(index, [self.generators[m] for m, elitist in enumerate(self.elitist) if not elitist],
+        return _IslandMembers(index, [self.generators[member] for member in self._island_past],
                               self.islands.members(index), self.queue.members(index), self.edit_queue.members(index))
 
     def propose(self) -> torch.Tensor:
@@ -408,9 +408,7 @@ class PPO:
         hashes = torch.zeros((g, m), dtype=torch.int64, device=device)
         seeded = round(g * config.seeded_islands)
         if seeded:
-            filled = self.queue.valid[member].sum()  # the filled slots are a prefix (best first)
-            slots = (torch.rand((seeded, m), generator=generator, device=device) * filled).long()  # [seeded, M]
-            slots = slots.clamp(max=config.queue_size - 1)
+            slots = self.queue.member_slots(member, (seeded, m), generator)  # [seeded, M]
             tokens[:seeded] = self.queue.tokens[member][slots]
             rewards[:seeded] = self.queue.rewards[member][slots]
             features[:seeded] = self.queue.extras["features"][member][slots]

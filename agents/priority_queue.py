@@ -82,7 +82,15 @@ class ProgramQueue:
         """``[S, count]`` int64 slots drawn uniformly from each member's filled ones (with
         replacement; slot 0, an empty one, where the queue is empty)."""
         filled = self.valid.sum(1, keepdim=True)  # [S, 1]: the filled slots are a prefix (best first)
-        uniform = member_uniform(generators, (count,), self.rewards.device)  # [S, count]
+        return self._slots(member_uniform(generators, (count,), self.rewards.device), filled)
+
+    def member_slots(self, member: int, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
+        """``shape`` int64 slots of member ``member`` alone, drawn as ``sample_slots`` draws them, from ``generator``."""
+        uniform = torch.rand(shape, generator=generator, device=self.rewards.device)
+        return self._slots(uniform, self.valid[member].sum())
+
+    def _slots(self, uniform: torch.Tensor, filled: torch.Tensor) -> torch.Tensor:
+        """Uniform numbers in [0, 1) as slots among the ``filled`` first ones (slot 0 where none is)."""
         return (uniform * filled).long().clamp(max=self.capacity - 1)
 
     @staticmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from synthenv.agents.priority_queue import ProgramQueue
+from synthenv.agents.priority_queue import EMPTY, ProgramQueue
 
 CPU = torch.device("cpu")
 
@@ -79,6 +79,16 @@ def test_sampling_is_uniform_over_filled_slots_and_flags_an_empty_queue():
     empty = ProgramQueue(1, 4, 1, CPU)
     _, valid = empty.sample(3, [torch.Generator().manual_seed(0)])
     assert not valid.any()
+
+
+def test_one_members_slots_are_drawn_as_all_members_slots_are():
+    queue = ProgramQueue(2, 4, 1, CPU)
+    queue.push(torch.tensor([[[1], [2]], [[3], [4]]]), torch.tensor([[0.1, 0.2], [0.5, 0.4]]))
+    queue.push(torch.tensor([[[9]], [[5]]]), torch.tensor([[EMPTY], [0.3]]))  # member 1: three filled slots
+    everyone = queue.sample_slots(600, [torch.Generator().manual_seed(s) for s in (0, 1)])
+    alone = queue.member_slots(1, (20, 30), torch.Generator().manual_seed(1))
+    assert torch.equal(alone.reshape(-1), everyone[1])
+    assert set(alone.unique().tolist()) == {0, 1, 2}
 
 
 def test_state_round_trip():
