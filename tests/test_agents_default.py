@@ -74,6 +74,26 @@ def test_a_member_hands_over_to_islands_seeded_from_its_queue_when_the_queue_sta
     assert bool((agent.islands.best[0] > EMPTY).all())
 
 
+def test_by_default_a_member_hands_over_to_fresh_islands_and_keeps_its_queue():
+    assert PPOConfig().seeded_islands == 0.0
+    config = dataclasses.replace(SMALL, elitist=True, elitist_patience=2)  # SMALL keeps the default seeding
+    trainer = _trainer("ppo", config)
+    agent = trainer.algorithm
+    queue_before = []
+
+    def note_queue(*_):  # the queue as the hand-over finds it
+        queue_before.append(agent.queue.tokens.clone())
+
+    hand_over = agent._hand_over
+    agent._hand_over = lambda member: (note_queue(), hand_over(member))
+    _until_handover(trainer)
+    assert bool((agent.islands.rewards[0] == EMPTY).all())  # every island fresh, none run yet
+    assert torch.equal(agent.queue.tokens, queue_before[0])  # the queue stays: crossover mates
+    queued = {tuple(row) for row in agent.queue.tokens[0].tolist()}
+    island_programs = {tuple(row) for row in agent.islands.tokens[0].flatten(0, 1).tolist()}
+    assert len(island_programs & queued) < len(queued)  # not the queue's programs
+
+
 def test_without_the_elitist_phase_the_islands_start_at_once():
     assert PPOConfig().elitist  # the default
     with_phase = _trainer("ppo", dataclasses.replace(SMALL, elitist=True))
