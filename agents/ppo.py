@@ -88,8 +88,8 @@ class PPOConfig:
     seeded_islands: float = 0.0
     """Share of the islands that start from the member's queue at the hand-over (each draws its M programs
     from it); the others start from fresh programs. 0 (the default): all start fresh, and the queue's programs
-    reach the islands as crossover mates only (islands seeded from a frozen elite tend to stay near it: on the
-    26 paper tasks 0 solved more seeds and faster than 0.5, BENCHMARKS.md)."""
+    reach the islands as crossover mates only (on the 26 paper tasks, 0 solved more tasks and runs than 0.5:
+    BENCHMARKS.md)."""
     islands: int = 16
     """G, independent sub-populations per member (must divide the islands' share of batch_size)."""
     island_size: int = 32
