@@ -79,13 +79,14 @@ def test_by_default_a_member_hands_over_to_fresh_islands_and_keeps_its_queue():
     config = dataclasses.replace(SMALL, elitist=True, elitist_patience=2)  # SMALL keeps the default seeding
     trainer = _trainer("ppo", config)
     agent = trainer.algorithm
-    queue_before = []
-
-    def note_queue(*_):  # the queue as the hand-over finds it
-        queue_before.append(agent.queue.tokens.clone())
-
+    queue_before = []  # the queue as the hand-over finds it
     hand_over = agent._hand_over
-    agent._hand_over = lambda member: (note_queue(), hand_over(member))
+
+    def spy(member: int) -> None:
+        queue_before.append(agent.queue.tokens.clone())
+        hand_over(member)
+
+    agent._hand_over = spy
     _until_handover(trainer)
     assert bool((agent.islands.rewards[0] == EMPTY).all())  # every island fresh, none run yet
     assert torch.equal(agent.queue.tokens, queue_before[0])  # the queue stays: crossover mates
