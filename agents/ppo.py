@@ -86,7 +86,7 @@ class PPOConfig:
     elitist_patience: int = 200
     """Generations without any change in the member's queue after which the elitist phase hands over (just
     above the longest stall, 194 generations, before a solve of the baseline's on BENCHMARKS.md's side-by-side
-    tasks: a shorter one hands such runs over before they solve)."""
+    tasks; 100 was faster on 4 of 8 tasks and slower or solved fewer runs on the others: BENCHMARKS.md)."""
     seeded_islands: float = 0.0
     """Share of the islands that start from the member's queue at the hand-over (each draws its M programs
     from it); the others start from fresh programs. 0 (the default): all start fresh, and the queue's programs
