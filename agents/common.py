@@ -28,7 +28,8 @@ class Algorithm(Protocol):
     programs_per_step: int
     """B: programs each member proposes per step (its env slice is B wide)."""
     uses_features: bool
-    """Optional (default False): the trainer fills ``Feedback.features`` for this algorithm."""
+    """Optional (default False): the trainer fills ``Feedback.features`` for this algorithm (read each step,
+    so it may be a property)."""
 
     def propose(self) -> torch.Tensor:
         """The next programs: ``[S, B, L]`` int64, EOS-padded."""

@@ -38,7 +38,7 @@ class Feedback:
         case_passed: ``[S, B, K]`` bool, the case printed exactly its expected output.
         case_status: ``[S, B, K]`` int8 ``Status`` per case.
         features: ``[S, B, F]`` float32 summary of the per-case results (``FEATURES``); computed only
-            for algorithms with ``uses_features = True`` (F = 0 for the others).
+            when the algorithm's ``uses_features`` is true at that step (F = 0 otherwise).
     """
 
     tokens: torch.Tensor

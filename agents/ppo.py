@@ -225,8 +225,20 @@ class PPO:
     ((1, 32, 8), [True])
     """
 
-    uses_features = True
-    """The trainer computes ``Feedback.features`` for this algorithm (the edit policy reads them)."""
+    @property
+    def uses_features(self) -> bool:
+        """Whether the trainer computes ``Feedback.features`` this step: once some member has handed over
+        (its islands and edit policy read them), and from the start when the queue's features will be read
+        (``seeded_islands``, ``elite_fraction``). While every member is in its elitist phase and nothing
+        reads them, the trainer skips them and the queue keeps zeros: that phase then costs about what the
+        mutation baseline's steps cost (BENCHMARKS.md)."""
+        return self._queue_features_read or not all(self.elitist)
+
+    @property
+    def _queue_features_read(self) -> bool:
+        """Whether anything reads the features of the queue's programs (the hand-over's seeded islands, the
+        elite variants); without them the queue's features are never read."""
+        return self.config.seeded_islands > 0 or self.config.elite_fraction > 0
 
     def __init__(self, config: PPOConfig, seeds: tuple[int, ...], max_len: int, device: torch.device):
         self.config, self.max_len, self.device = config, max_len, device
@@ -352,7 +364,13 @@ class PPO:
     def learn(self, feedback: Feedback) -> dict[str, torch.Tensor]:
         config, s = self.config, len(self.generators)
         hashes = row_hashes(feedback.tokens)  # [S, B]: once for the islands and both queues
-        self.queue.push(feedback.tokens, feedback.rewards, hashes=hashes, features=feedback.features)
+        features = feedback.features
+        if not self._queue_features_read:  # a member in its elitist phase queues zeros (see uses_features):
+            if features.shape[-1] != NUM_FEATURES:  # its state never depends on the other members' phases
+                features = feedback.rewards.new_zeros((*feedback.rewards.shape, NUM_FEATURES))
+            elif any(self.elitist):
+                features = torch.where(self.elitist_mask[:, None, None], 0.0, features)
+        self.queue.push(feedback.tokens, feedback.rewards, hashes=hashes, features=features)
         self.solved = self.solved | feedback.solved.any(1)
         stats = {"programs/queue_best": self.queue.rewards[:, 0], "programs/queue_worst": self.queue.rewards[:, -1],
                  "charts/elitist_phase": self.elitist_mask.float()}

@@ -149,3 +149,18 @@ int synthenv_compile(const long long *tokens, i64 num_programs, i64 length, i32 
     return failed ? -1 : 0;
 }
 
+
+/* synthenv.language.canonical_programs for int64 CPU rows: each row's tokens up to its first id
+ * outside 1..8 (EOS or out of range), then EOS. One pass, one row per iteration (program mode's
+ * step reads every action through it). */
+void synthenv_canonical_programs(const long long *tokens, i64 n, i64 length, long long *out, int num_threads) {
+    if (num_threads <= 0) num_threads = omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(num_threads)
+    for (i64 r = 0; r < n; r++) {
+        const long long *row = tokens + r * length;
+        long long *dst = out + r * length;
+        i64 j = 0;
+        for (; j < length && row[j] > 0 && row[j] <= T_IN; j++) dst[j] = row[j];
+        for (; j < length; j++) dst[j] = 0;
+    }
+}

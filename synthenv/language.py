@@ -48,6 +48,24 @@ DEFAULT_MAX_STEPS = 5000
 """PQT's execution step limit (``MAX_EXECUTION_STEPS`` in the original)."""
 
 
+def canonical_programs(actions: torch.Tensor) -> torch.Tensor:
+    """``[N, L]`` int64 programs as the engines read them: each row's tokens up to its first EOS, EOS after.
+
+    A token id outside ``[0, VOCAB_SIZE)`` ends its program like EOS (the envs' unchecked actions).
+    Finds each row's end with one ``argmax`` (the first maximum: documented by torch), in a few
+    passes over the batch; a cumulative product along the rows is a sequential scan, several times
+    slower on a CPU.
+
+    >>> canonical_programs(torch.tensor([[3, 0, 5], [1, 9, 2], [4, 4, 4]])).tolist()
+    [[3, 0, 0], [1, 0, 0], [4, 4, 4]]
+    """
+    ends = (actions <= EOS) | (actions >= VOCAB_SIZE)  # [N, L]
+    length = actions.shape[1]
+    first = torch.where(ends.any(1), ends.to(torch.uint8).argmax(1), length)  # [N] tokens before the end
+    alive = torch.arange(length, device=actions.device) < first[:, None]
+    return torch.where(alive, actions.long(), EOS)
+
+
 class Status(enum.IntEnum):
     """Outcome of running one program on one test case (a bad program is data, not an error).
 

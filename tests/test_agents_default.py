@@ -95,6 +95,36 @@ def test_by_default_a_member_hands_over_to_fresh_islands_and_keeps_its_queue():
     assert len(island_programs & queued) < len(queued)  # not the queue's programs
 
 
+def test_the_elitist_phase_skips_the_feedback_features_and_runs_the_same_search(monkeypatch):
+    """While every member is in its elitist phase nothing reads the feedback features, so the trainer
+    skips them (``uses_features``); the run, through the hand-over and the islands after it, writes the
+    programs that it writes with them computed at every step."""
+    config = dataclasses.replace(SMALL, elitist=True, elitist_patience=2)
+
+    def programs() -> tuple[list[torch.Tensor], list[bool]]:
+        trainer = _trainer("ppo", config, seeds=(1, 2))
+        written, skipped = [], []
+        env_step = trainer.env.step
+
+        def step(actions):
+            written.append(actions.clone())
+            return env_step(actions)
+
+        trainer.env.step = step
+        for _ in range(3 * HANDOVER_EVERY):
+            skipped.append(not trainer.algorithm.uses_features)
+            trainer.step()
+        assert not any(trainer.algorithm.elitist)  # both handed over within the run
+        return written, skipped
+
+    lazy, skipped = programs()
+    assert skipped[0] and not skipped[-1]  # skipped in the elitist phase only
+    assert PPO(dataclasses.replace(config, seeded_islands=0.5), (1,), 10, torch.device("cpu")).uses_features
+    monkeypatch.setattr(PPO, "uses_features", property(lambda self: True))
+    always, _ = programs()
+    assert len(lazy) == len(always) and all(torch.equal(a, b) for a, b in zip(lazy, always))
+
+
 def test_without_the_elitist_phase_the_islands_start_at_once():
     assert PPOConfig().elitist  # the default
     with_phase = _trainer("ppo", dataclasses.replace(SMALL, elitist=True))

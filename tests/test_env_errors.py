@@ -90,6 +90,39 @@ def test_unvalidated_out_of_range_tokens_act_as_eos():
     assert info["final_obs"]["program"].tolist() == [[8, 7, 0, 0, 0], [8, 0, 0, 0, 0]]
 
 
+def _canonical_oracle(rows: list[list[int]]) -> list[list[int]]:
+    """Each row's tokens before its first id outside 1..8, then EOS (plain Python)."""
+    out = []
+    for row in rows:
+        end = next((j for j, token in enumerate(row) if not 1 <= token <= 8), len(row))
+        out.append(row[:end] + [0] * (len(row) - end))
+    return out
+
+
+def test_program_mode_reads_actions_up_to_their_first_eos_or_out_of_range_id(monkeypatch):
+    """The env's canonical programs, in C (int64 CPU actions) and in torch (any other integer actions, a
+    GPU), equal a plain-Python reading, row by row."""
+    from synthenv import native_build
+    from synthenv.env import program_mode
+    from synthenv.language import canonical_programs
+
+    generator = torch.Generator().manual_seed(5)
+    actions = torch.randint(-3, 12, (300, 17), generator=generator)
+    actions[:100] = torch.randint(1, 9, (100, 17), generator=generator)  # mostly long programs
+    actions[100:110, 0] = 0  # empty ones
+    actions[110:120] = torch.randint(1, 9, (10, 17), generator=generator)  # no end at all
+    expected = _canonical_oracle(actions.tolist())
+    assert canonical_programs(actions).tolist() == expected
+    assert canonical_programs(actions.to(torch.int32)).tolist() == expected
+    assert canonical_programs(actions.to(torch.int32)).dtype == torch.int64
+    if native_build.is_available():
+        native = program_mode._canonical(actions)
+        assert native.dtype == torch.int64 and native.tolist() == expected
+        assert program_mode._canonical(actions.t().contiguous().t()).tolist() == expected  # not contiguous
+    monkeypatch.setattr(native_build, "is_available", lambda: False)
+    assert program_mode._canonical(actions).tolist() == expected
+
+
 def test_action_masks_only_in_token_mode():
     env = SynthVecEnv("reverse", num_envs=2, max_len=4)
     env.reset(seed=0)

@@ -7,15 +7,36 @@ and truncation belong to ``SynthVecEnv.step``; this module only knows one round.
 
 from __future__ import annotations
 
+import ctypes
+import functools
+
 import numpy as np
 import torch
 from gymnasium import spaces
 
-from synthenv.language import EOS, VOCAB_SIZE, Status
+from synthenv import native_build
+from synthenv.language import VOCAB_SIZE, Status, canonical_programs
 from synthenv.pipeline import Evaluator
 from synthenv.tasks import Task
 
 State = dict[str, torch.Tensor]
+
+
+def _canonical(actions: torch.Tensor) -> torch.Tensor:
+    """``canonical_programs``, in C for int64 CPU actions (one pass instead of several; the same values,
+    tests/test_env_program.py)."""
+    if actions.device.type != "cpu" or actions.dtype != torch.int64 or not native_build.is_available():
+        return canonical_programs(actions)
+    rows = actions.contiguous()
+    out = torch.empty_like(rows)
+    _canonical_kernel()(rows.data_ptr(), rows.shape[0], rows.shape[1], out.data_ptr(), 0)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _canonical_kernel():
+    return native_build.bind("synthenv_canonical_programs", [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                                                             ctypes.c_void_p, ctypes.c_int32], None)
 
 
 class ProgramDynamics:
@@ -69,9 +90,10 @@ class ProgramDynamics:
         return {}
 
     def transition(self, state: State, actions: torch.Tensor) -> tuple[State, torch.Tensor, torch.Tensor, dict]:
-        """Compile, run and score ``actions [N, L]``; returns (state, rewards, terminated, info)."""
-        alive = torch.cumprod(actions != EOS, dim=1)  # [N, L] 1 before the first EOS
-        program = actions.long() * alive  # [N, L] canonical: EOS-padded after the end
+        """Compile, run and score ``actions [N, L]``; returns (state, rewards, terminated, info).
+
+        A token id outside ``[0, VOCAB_SIZE)`` ends its program like EOS (``canonical_programs``)."""
+        program = _canonical(actions)  # [N, L] EOS-padded after the end
         evaluation = self.evaluator.evaluate(program, self.task, self.num_outputs)
         execution, scores = evaluation.execution, evaluation.scores
         rewards = scores.rewards.float()  # [N] float64 scores, rounded once for RL (float32 everywhere)

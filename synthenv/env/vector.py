@@ -180,8 +180,11 @@ class SynthVecEnv(VectorEnv):
         truncated = ~terminated & (elapsed >= self._dynamics.episode_limit)
         done = terminated | truncated  # [N]
         final_obs = self._dynamics.observe({**new, "elapsed": elapsed})
-        new = {name: torch.where(_column(done, value), self._initial[name], value)
-               for name, value in {**new, "elapsed": elapsed}.items()}
+        if self._dynamics.episode_limit == 1:  # every step ends every episode: all envs start afresh
+            new = self._dynamics.initial_state()  # new tensors: the caller may keep the last observation
+        else:
+            new = {name: torch.where(_column(done, value), self._initial[name], value)
+                   for name, value in {**new, "elapsed": elapsed}.items()}
         self._state = new
         info = {**info, **self._dynamics.reset_info(new), "final_obs": final_obs, "_final_obs": done}
         if self.evaluator.audit is not None:
@@ -243,13 +246,15 @@ class SynthVecEnv(VectorEnv):
         if actions.device != self.device:
             raise ValueError(f"actions are on {actions.device}, the env is on {self.device}; "
                              f"use actions.to(env.device)")
-        out_of_range = (actions < 0) | (actions >= VOCAB_SIZE)
         if self.config.validate_actions:
+            out_of_range = (actions < 0) | (actions >= VOCAB_SIZE)
             with sync_point("validate_actions"):  # the default: ranges checked on the host, once per step
                 if bool(out_of_range.any()):
                     _raise_out_of_range(actions, out_of_range)
             return actions
-        return torch.where(out_of_range, EOS, actions)  # unchecked: an out-of-range token acts as EOS
+        if self.mode is Mode.PROGRAM:  # unchecked: the transition reads an out-of-range token as EOS
+            return actions
+        return torch.where((actions < 0) | (actions >= VOCAB_SIZE), EOS, actions)  # unchecked: acts as EOS
 
 
 def _raise_out_of_range(actions: torch.Tensor, out_of_range: torch.Tensor) -> None:
