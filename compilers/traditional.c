@@ -149,7 +149,6 @@ int synthenv_compile(const long long *tokens, i64 num_programs, i64 length, i32 
     return failed ? -1 : 0;
 }
 
-
 /* synthenv.language.canonical_programs for int64 CPU rows: each row's tokens up to its first id
  * outside 1..8 (EOS or out of range), then EOS. One pass, one row per iteration (program mode's
  * step reads every action through it). */

@@ -52,9 +52,9 @@ def canonical_programs(actions: torch.Tensor) -> torch.Tensor:
     """``[N, L]`` int64 programs as the engines read them: each row's tokens up to its first EOS, EOS after.
 
     A token id outside ``[0, VOCAB_SIZE)`` ends its program like EOS (the envs' unchecked actions).
-    Finds each row's end with one ``argmax`` (the first maximum: documented by torch), in a few
-    passes over the batch; a cumulative product along the rows is a sequential scan, several times
-    slower on a CPU.
+    Each row's end is the ``argmax`` of its end marks (torch returns the first maximum). Tensor ops
+    on any device; program mode's env reads int64 CPU actions with one C pass instead, with the same
+    values (tests/test_env_errors.py).
 
     >>> canonical_programs(torch.tensor([[3, 0, 5], [1, 9, 2], [4, 4, 4]])).tolist()
     [[3, 0, 0], [1, 0, 0], [4, 4, 4]]

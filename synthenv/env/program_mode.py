@@ -24,7 +24,7 @@ State = dict[str, torch.Tensor]
 
 def _canonical(actions: torch.Tensor) -> torch.Tensor:
     """``canonical_programs``, in C for int64 CPU actions (one pass instead of several; the same values,
-    tests/test_env_program.py)."""
+    tests/test_env_errors.py)."""
     if actions.device.type != "cpu" or actions.dtype != torch.int64 or not native_build.is_available():
         return canonical_programs(actions)
     rows = actions.contiguous()
