@@ -108,7 +108,9 @@ def test_program_mode_reads_actions_up_to_their_first_eos_or_out_of_range_id(mon
 
     generator = torch.Generator().manual_seed(5)
     actions = torch.randint(-3, 12, (300, 17), generator=generator)
-    actions[:100] = torch.randint(1, 9, (100, 17), generator=generator)  # mostly long programs
+    actions[:100] = torch.randint(1, 9, (100, 17), generator=generator)
+    late = torch.randint(8, 17, (100,), generator=generator)
+    actions[torch.arange(100), late] = torch.tensor([0, -1, 9, 12]).repeat(25)  # long programs, ending late
     actions[100:110, 0] = 0  # empty ones
     actions[110:120] = torch.randint(1, 9, (10, 17), generator=generator)  # no end at all
     expected = _canonical_oracle(actions.tolist())
