@@ -46,6 +46,41 @@ class Algorithm(Protocol):
     def load_state_dict(self, state: dict) -> None:
         ...
 
+    # Optional, together: an algorithm that can pause members (the trainer then counts NPE per member).
+    stepped: list[bool]
+    """Host ``[S]``: the members that wrote programs in the last ``propose`` (the others' rows are empty
+    programs: no NPE, not tracked)."""
+
+    def set_running(self, running: list[bool]) -> None:
+        """Host ``[S]``: the members still running (called before ``propose`` whenever it changes); the others
+        must write empty programs and leave ``stepped``."""
+
+
+class MemberMasks:
+    """Host patterns of members (``[S]`` bools) as ``[S]`` bool device tensors, each copied to the device
+    once: a run sees only a few patterns."""
+
+    def __init__(self, device: torch.device):
+        self.device, self._masks = device, {}
+
+    def __call__(self, members: list[bool]) -> torch.Tensor:
+        key = tuple(bool(flag) for flag in members)
+        if key not in self._masks:
+            mask = torch.zeros(len(key), dtype=torch.bool, device=self.device)
+            for member in (m for m, flag in enumerate(key) if flag):
+                mask[member].fill_(True)  # a scalar fill: no blocking copy of Python data to a GPU
+            self._masks[key] = mask
+        return self._masks[key]
+
+
+def member_index(members: list[int], device: torch.device) -> torch.Tensor:
+    """``members`` as an int64 index tensor on ``device``, built by scalar fills (no blocking copy of Python
+    data to a GPU)."""
+    index = torch.empty(len(members), dtype=torch.int64, device=device)
+    for i, member in enumerate(members):
+        index[i].fill_(member)
+    return index
+
 
 def member_generators(seeds: tuple[int, ...], device: torch.device) -> list[torch.Generator]:
     """One generator per member on ``device``, seeded with the member's seed."""

@@ -13,7 +13,17 @@ queue instead); the queue stays, as their crossover mates. Members hand over ind
 never depends on which other seeds share the job. While only some members have handed over,
 the islands run for those members alone (on a copy of their rows), so the members still in
 their elitist phase step at the baseline's pace. A member that has solved the task never hands
-over: the batch's fixed shapes keep it stepping, and the elitist phase is its cheapest step.
+over.
+
+The job's time is shared out: while a running member is in its elitist phase, the islands step
+once every ``islands_every`` generations (members past the elitist phase wait between, writing
+empty programs that count no NPE), so that a generation of the cheap elitist phase is not held
+up by the islands' dearer ones and the elitist phase gets about a fair share of the machine;
+once no running member is in it, the islands step every generation. A member that has finished
+(solved, or out of budget: ``set_running``) writes empty programs. Each member counts its own
+generations (its update steps and hand-over follow that count), so the schedule changes when a
+member's generations run, never what they do: a member writes the same programs whatever
+``islands_every`` and whichever seeds share its job.
 
 Each member then keeps G islands of its best programs (``agents.islands``); each step (a
 *generation*) every island breeds C children, so one env call runs S x G x C programs:
@@ -57,9 +67,11 @@ import numpy as np
 import torch
 
 from synthenv.checks import require_finite_fields, require_positive_int_fields
+from synthenv.language import EOS
 from synthenv.syncpoints import sync_point
 
-from .common import clip_grad_norm_per_member, generator_states, load_generator_states, masked_mean, member_generators
+from .common import (MemberMasks, clip_grad_norm_per_member, generator_states, load_generator_states, masked_mean,
+                     member_generators, member_index)
 from .editor import EditorConfig, EditPolicy, edit_entropy, edit_log_probs
 from .feedback import NUM_FEATURES, Feedback
 from .islands import EMPTY, Islands
@@ -87,6 +99,12 @@ class PPOConfig:
     """Generations without any change in the member's queue after which the elitist phase hands over (just
     above the longest stall, 194 generations, before a solve of the baseline's on BENCHMARKS.md's side-by-side
     tasks; 100 was faster on 4 of 8 tasks and slower or solved fewer runs on the others: BENCHMARKS.md)."""
+    islands_every: int = 4
+    """While a running member is in its elitist phase, the islands step once every islands_every
+    generations of the job, the members past it waiting between (1: every generation). One elitist generation
+    costs about a third of one of the islands' on a CPU (BENCHMARKS.md), so 4 gives each elitist member about
+    the share of the machine it would have among seeds all in their elitist phase. Changes when a member's
+    generations run, never what they do."""
     seeded_islands: float = 0.0
     """Share of the islands that start from the member's queue at the hand-over (each draws its M programs
     from it); the others start from fresh programs. 0 (the default): all start fresh, and the queue's programs
@@ -146,7 +164,7 @@ class PPOConfig:
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "batch_size", "islands", "island_size", "patience", "initial_length",
                                     "max_edits", "queue_size", "update_every", "update_batch", "update_epochs",
-                                    "elitist_patience")
+                                    "elitist_patience", "islands_every")
         require_finite_fields(self, "splice_fraction", "policy_fraction", "seeded_islands", low=0.0, high=1.0)
         require_finite_fields(self, "elite_fraction", low=0.0, high=1.0, high_open=True)
         share = self.batch_size - self.elite_children
@@ -196,6 +214,8 @@ class _IslandMembers:
     (``PPO.learn`` writes the islands and the edit queue back), so that members still in their
     elitist phase cost the islands nothing."""
 
+    members: list[int]
+    """The S' members, on the host."""
     index: torch.Tensor | None
     """``[S']`` the members, or None: all of them."""
     generators: list[torch.Generator]
@@ -203,6 +223,12 @@ class _IslandMembers:
     queue: ProgramQueue
     """The queue as the generation was proposed (crossover mates), read only."""
     edit_queue: ProgramQueue
+
+    def rows(self, positions: list[int], device: torch.device) -> _IslandMembers:
+        """The members at ``positions`` of this view (copies of their rows), for an update of some of them."""
+        rows, members = member_index(positions, device), [self.members[i] for i in positions]
+        return _IslandMembers(members, member_index(members, device), [self.generators[i] for i in positions],
+                              self.islands.members(rows), self.queue.members(rows), self.edit_queue.members(rows))
 
     def take(self, values: torch.Tensor) -> torch.Tensor:
         """These members' rows of ``values [S, ...]``."""
@@ -227,12 +253,13 @@ class PPO:
 
     @property
     def uses_features(self) -> bool:
-        """Whether the trainer computes ``Feedback.features`` this step: once some member has handed over
-        (its islands and edit policy read them), and from the start when the queue's features will be read
-        (``seeded_islands``, ``elite_fraction``). While every member is in its elitist phase and nothing
-        reads them, the trainer skips them and the queue keeps zeros: that phase then costs about what the
-        mutation baseline's steps cost (BENCHMARKS.md)."""
-        return self._queue_features_read or not all(self.elitist)
+        """Whether the trainer computes ``Feedback.features`` for the generation just proposed: when some
+        member's islands stepped in it (its islands and edit policy read them), and at every generation when
+        the queue's features will be read (``seeded_islands``, ``elite_fraction``). Otherwise nothing reads
+        them: the trainer skips them and the queue keeps zeros for the members in their elitist phase (those
+        past it queue nothing while they wait), so that phase costs about what the mutation baseline's steps
+        cost (BENCHMARKS.md)."""
+        return self._queue_features_read or (self._tick and bool(self._island_past))
 
     @property
     def _queue_features_read(self) -> bool:
@@ -278,6 +305,11 @@ class PPO:
             "valid": torch.zeros((s, n), dtype=torch.bool, device=device),
         }
         self.generation = 0
+        self.member_generation = [0] * s  # on the host: generations each member has stepped (its own clock)
+        self.running = [True] * s  # on the host: members not finished (set_running)
+        self.stepped = [True] * s  # on the host: members that wrote programs in the last propose
+        self._tick = True  # the islands stepped in the last propose
+        self._member_mask = MemberMasks(device)
         self._pending: dict = {}
         self._set_island_members()
 
@@ -290,24 +322,47 @@ class PPO:
         return random_programs(self.generators if generators is None else generators,
                                (config.islands, config.island_size), self.max_len, config.initial_length, self.device)
 
+    def set_running(self, running: list[bool]) -> None:
+        """The members still running (host ``[S]``, from the trainer): the others write empty programs and
+        keep their state."""
+        if len(running) != len(self.elitist):
+            raise ValueError(f"running has {len(running)} members, this agent has {len(self.elitist)}")
+        self.running = [bool(flag) for flag in running]
+        self._set_island_members()
+
     def _set_island_members(self) -> None:
-        """Note on the device which members are past their elitist phase, when only some are (after a
-        hand-over or a resume; no tensor when all or none are: nothing to pick)."""
-        self._island_past = [member for member, elitist in enumerate(self.elitist) if not elitist]
-        some = 0 < len(self._island_past) < len(self.elitist)
-        self._island_index = torch.tensor(self._island_past, dtype=torch.int64, device=self.device) if some else None
+        """Note on the device which running members are past their elitist phase, when only some members
+        are (after a hand-over, a member's finish or a resume; no index when all are: nothing to pick)."""
+        self._island_past = [member for member, (elitist, running) in enumerate(zip(self.elitist, self.running))
+                             if running and not elitist]
+        some = len(self._island_past) < len(self.elitist)
+        self._island_index = member_index(self._island_past, self.device) if some else None
+        self._island_mask = self._member_mask([m in self._island_past for m in range(len(self.elitist))])
+
+    def _islands_tick(self) -> bool:
+        """Whether the islands step this generation: every generation once no running member is in its
+        elitist phase, else every ``islands_every``-th."""
+        elitist_running = any(elitist and running for elitist, running in zip(self.elitist, self.running))
+        return not elitist_running or self.generation % self.config.islands_every == 0
 
     def _island_members(self) -> _IslandMembers:
         index = self._island_index
         if index is None:
-            return _IslandMembers(None, self.generators, self.islands, self.queue, self.edit_queue)
-        return _IslandMembers(index, [self.generators[member] for member in self._island_past],
+            return _IslandMembers(list(range(len(self.generators))), None, self.generators, self.islands, self.queue,
+                                  self.edit_queue)
+        return _IslandMembers(self._island_past, index, [self.generators[member] for member in self._island_past],
                               self.islands.members(index), self.queue.members(index), self.edit_queue.members(index))
 
     def propose(self) -> torch.Tensor:
-        """One generation: the elitist phase's children for members in it, the islands' for the others."""
-        self._pending = {}
-        if all(self.elitist):
+        """One generation: the elitist phase's children for members in it, the islands' for the others
+        (when they step), empty programs for members that wait or have finished."""
+        self._pending, self._tick = {}, self._islands_tick()
+        islands = bool(self._island_past) and self._tick
+        self.stepped = [running and (elitist or islands) for elitist, running in zip(self.elitist, self.running)]
+        for member, stepped in enumerate(self.stepped):
+            if not stepped:  # the row's programs end at once; its elite children are never proposed again
+                self.elite_children[member, :, 0].fill_(EOS)
+        if not islands:
             return self.elite_children
         view = self._island_members()
         children = self._propose_islands(view)
@@ -364,14 +419,17 @@ class PPO:
     def learn(self, feedback: Feedback) -> dict[str, torch.Tensor]:
         config, s = self.config, len(self.generators)
         hashes = row_hashes(feedback.tokens)  # [S, B]: once for the islands and both queues
-        features = feedback.features
+        features, rewards, solved = feedback.features, feedback.rewards, feedback.solved.any(1)
+        if not all(self.stepped):  # the empty programs of members that waited are not theirs to keep
+            stepped = self._member_mask(self.stepped)
+            rewards, solved = torch.where(stepped[:, None], rewards, EMPTY), solved & stepped
         if not self._queue_features_read:  # a member in its elitist phase queues zeros (see uses_features):
             if features.shape[-1] != NUM_FEATURES:  # its state never depends on the other members' phases
-                features = feedback.rewards.new_zeros((*feedback.rewards.shape, NUM_FEATURES))
+                features = rewards.new_zeros((*rewards.shape, NUM_FEATURES))
             elif any(self.elitist):
                 features = torch.where(self.elitist_mask[:, None, None], 0.0, features)
-        self.queue.push(feedback.tokens, feedback.rewards, hashes=hashes, features=features)
-        self.solved = self.solved | feedback.solved.any(1)
+        self.queue.push(feedback.tokens, rewards, hashes=hashes, features=features)
+        self.solved = self.solved | solved
         stats = {"programs/queue_best": self.queue.rewards[:, 0], "programs/queue_worst": self.queue.rewards[:, -1],
                  "charts/elitist_phase": self.elitist_mask.float()}
         learned = torch.zeros(s, dtype=torch.bool, device=self.device)
@@ -383,9 +441,14 @@ class PPO:
         if any(self.elitist):
             self._learn_elitist()
         self.generation += 1
-        if view is not None and config.policy_children and self.generation % config.update_every == 0:
-            stats.update({k: view.spread(v, s) for k, v in self._update(view).items()})
-            learned = ~self.elitist_mask
+        self.member_generation = [count + stepped for count, stepped in zip(self.member_generation, self.stepped)]
+        # each member's policy learns every update_every generations of its own
+        due = [] if view is None or not config.policy_children else [
+            i for i, member in enumerate(view.members) if self.member_generation[member] % config.update_every == 0]
+        if due:
+            updating = view if len(due) == len(view.members) else view.rows(due, self.device)
+            stats.update({k: updating.spread(v, s) for k, v in self._update(updating).items()})
+            learned = self._member_mask([m in updating.members for m in range(s)])
         if view is not None and view.index is not None:
             self.islands.put_members(view.index, view.islands)
             self.edit_queue.put_members(view.index, view.edit_queue)
@@ -408,7 +471,8 @@ class PPO:
         solved the task, over to their islands."""
         with sync_point("elitist_handover"):
             stalled = ((self.elite_stale >= self.config.elitist_patience) & ~self.solved).tolist()
-            handed = [member for member, (elitist, stall) in enumerate(zip(self.elitist, stalled)) if elitist and stall]
+            handed = [member for member, (elitist, stall, running)
+                      in enumerate(zip(self.elitist, stalled, self.running)) if elitist and stall and running]
             for member in handed:
                 self._hand_over(member)
             if handed:
@@ -424,7 +488,8 @@ class PPO:
         config, device = self.config, self.device
         g, m = config.islands, config.island_size
         generator = self.generators[member]
-        generator.manual_seed(int(np.random.SeedSequence([self.seeds[member], self.generation]).generate_state(1)[0]))
+        seed = np.random.SeedSequence([self.seeds[member], self.member_generation[member]]).generate_state(1)[0]
+        generator.manual_seed(int(seed))
         tokens = random_programs([generator], (g, m), self.max_len, config.initial_length, device)[0]  # [G, M, L]
         rewards = torch.full((g, m), EMPTY, dtype=torch.float32, device=device)
         features = torch.zeros((g, m, NUM_FEATURES), dtype=torch.float32, device=device)
@@ -509,23 +574,31 @@ class PPO:
                         **{f"edit_{name}": getattr(edits, name) for name in _EDIT_FIELDS})
 
     def _store(self, view: _IslandMembers, gains: torch.Tensor, known: torch.Tensor) -> None:
-        """Put this generation's policy variants in their slot of the members ``view``'s update buffer."""
+        """Put this generation's policy variants in their slot of the members ``view``'s update buffer (each
+        member's slot follows its own generations)."""
         pending = self._pending
         s, length, n_pol = len(view.generators), self.max_len, self.config.policy_children
         width = self.config.islands * n_pol
-        start = (self.generation % self.config.update_every) * width
-        slot = slice(start, start + width)
         values = {"parents": pending["parents"][:, :, :n_pol].reshape(s, width, length),
                   "features": pending["features"][:, :, :n_pol].reshape(s, width, -1),
                   "log_probs": pending["log_probs"], "gains": gains.reshape(s, width),
                   "valid": known.reshape(s, width)}
         values.update({name: getattr(pending["edits"], name)[:, :, :n_pol].reshape(s, width, -1)
                        for name in _EDIT_FIELDS})
-        for name, value in values.items():
-            if view.index is None:
-                self.buffer[name][:, slot] = value
-            else:
-                self.buffer[name][:, slot].index_copy_(0, view.index, value)  # in place, through the view
+        slots = [self.member_generation[member] % self.config.update_every for member in view.members]
+        for position in sorted(set(slots)):
+            slot = slice(position * width, (position + 1) * width)
+            rows = [i for i, other in enumerate(slots) if other == position]
+            index, take = view.index, None  # the buffer's rows, and which of the view's rows go there
+            if len(rows) < len(slots):
+                index = member_index([view.members[i] for i in rows], self.device)
+                take = member_index(rows, self.device)
+            for name, value in values.items():
+                value = value if take is None else value.index_select(0, take)
+                if index is None:
+                    self.buffer[name][:, slot] = value
+                else:
+                    self.buffer[name][:, slot].index_copy_(0, index, value)  # in place, through the view
 
     def _update(self, view: _IslandMembers) -> dict[str, torch.Tensor]:
         """PPO + imitation on a sample of the buffered policy variants and the queue of improving edits,
@@ -560,7 +633,7 @@ class PPO:
             self.optimizer.zero_grad()
             loss.sum().backward()  # members share no parameters: the sum keeps their gradients apart
             grad_norm = view.take(clip_grad_norm_per_member(list(self.editor.parameters()), config.max_grad_norm))
-            self.optimizer.step(~self.elitist_mask)
+            self.optimizer.step(self._member_mask([m in view.members for m in range(len(self.elitist))]))
             with torch.no_grad():
                 step = {"losses/policy_loss": policy_loss, "losses/queue_loss": queue_loss,
                         "losses/entropy": entropy, "losses/grad_norm": grad_norm,
@@ -576,7 +649,9 @@ class PPO:
         return {"islands": self.islands.state_dict(), "queue": self.queue.state_dict(),
                 "edit_queue": self.edit_queue.state_dict(), "editor": self.editor.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "buffer": {k: v.clone() for k, v in self.buffer.items()},
-                "generation": self.generation, "generators": generator_states(self.generators),
+                "generation": self.generation, "member_generation": list(self.member_generation),
+                "running": list(self.running),
+                "generators": generator_states(self.generators),
                 "elitist": list(self.elitist), "elite_children": self.elite_children.clone(),
                 "elite_score": self.elite_score.clone(), "elite_stale": self.elite_stale.clone(),
                 "solved": self.solved.clone(),
@@ -590,13 +665,14 @@ class PPO:
         self.editor.load_state_dict(state["editor"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.buffer = {k: v.to(self.device).clone() for k, v in state["buffer"].items()}
-        self.generation = state["generation"]
+        self.generation, self.member_generation = state["generation"], list(state["member_generation"])
         load_generator_states(self.generators, state["generators"])
         if len(state["elitist"]) != len(self.elitist):
             raise ValueError(f"checkpoint has {len(state['elitist'])} members, this run has {len(self.elitist)}; "
                              "resume with the same seeds")
         self.elitist = [bool(flag) for flag in state["elitist"]]
         self.elitist_mask = torch.tensor(self.elitist, dtype=torch.bool, device=self.device)
+        self.running = [bool(flag) for flag in state["running"]]
         self._set_island_members()
         for name in ("elite_children", "elite_score", "elite_stale", "solved"):
             setattr(self, name, state[name].to(self.device).clone())

@@ -9,6 +9,13 @@ or when the wall-clock budget (``seconds``) is spent, whichever binds first.
 The step path has no host synchronisation; the loop syncs every ``log_every`` steps (logging,
 stop and budget checks, checkpoints), at the points marked ``# sync point``.
 
+An algorithm may pause members: with ``set_running(running)`` it learns which members are still
+running (known on the host: budgets each step, solves at sync points), and after each ``propose``
+its ``stepped`` lists the members that wrote programs (the others' rows are empty programs, which
+count no NPE and are not tracked). The default agent uses it to stop spending the env on finished
+members and to give its cheap elitist phase a fair share of a job whose other members have moved
+on to the islands; each member's NPE then counts its own programs only.
+
 With ``share_every`` the members stop being independent runs: every ``share_every`` steps each
 member's queue of best programs (an algorithm's ``queue``, a ``ProgramQueue``) receives the best
 programs of every member, an island model. Under torchrun a ``Team`` (``synthenv.distributed``)
@@ -34,7 +41,7 @@ from synthenv.env import SynthVecEnv
 from synthenv.language import MAX_LEN, decode_batch
 
 from . import make
-from .common import batch_statistics
+from .common import MemberMasks, batch_statistics
 from .feedback import Feedback, feedback_features
 from .logger import RunLogger, run_dir_name
 from .priority_queue import ProgramQueue
@@ -172,7 +179,11 @@ class Trainer:
         self._expected = (cases.expected, cases.expected_lengths)
         s, dev = self.num_members, self.device
         self.step_count = 0
-        self.npe_done = 0  # programs counted so far by a member still running (same for all members)
+        self.member_programs = [0] * s  # host: programs each member has written while running
+        self.finished = [False] * s  # host: members known to have solved (seen at a sync point), when that stops them
+        self._pausing = hasattr(self.algorithm, "set_running")  # the algorithm can pause members
+        self._running: list[bool] | None = None  # what the algorithm was last told
+        self._mask = MemberMasks(self.device)  # host patterns of members as [S] device masks
         self.npe = torch.zeros(s, dtype=torch.int64, device=dev)  # [S]
         self.solved_npe = torch.full((s,), -1, dtype=torch.int64, device=dev)  # [S], -1 = not solved
         self.solved_step = torch.full((s,), -1, dtype=torch.int64, device=dev)  # [S] step that first solved
@@ -196,8 +207,21 @@ class Trainer:
         running = self.npe < self.config.npe
         return running & (self.solved_npe < 0) if self.config.stop_on_success else running
 
+    @property
+    def npe_done(self) -> int:
+        """Programs counted so far by the least advanced member still running (all members, once none runs)."""
+        counts = [count for count, done in zip(self.member_programs, self.finished) if not done]
+        return min(counts or self.member_programs)
+
+    def running_members(self) -> list[bool]:
+        """Host ``[S]``: members not known to be done whose budget has room for this step's programs (all of
+        them at the first step, whatever the budget)."""
+        new = self.algorithm.new_programs(self.step_count)
+        return [not done and (count + new <= self.config.npe or self.step_count == 0)
+                for count, done in zip(self.member_programs, self.finished)]
+
     def budget_allows_step(self) -> bool:
-        return self.npe_done + self.algorithm.new_programs(self.step_count) <= self.config.npe or self.step_count == 0
+        return any(self.running_members())
 
     def out_of_time(self) -> bool:
         return self.config.seconds is not None and self.elapsed >= self.config.seconds
@@ -208,17 +232,23 @@ class Trainer:
         Returns ``[S]`` statistics and ``[S]`` bool, the members that were running during the step.
         """
         s, b = self.num_members, self.batch
+        running = self.running_members()
+        if self._pausing and running != self._running:
+            self.algorithm.set_running(running)
+            self._running = running
         tokens = self.algorithm.propose()  # [S, B, L]
+        counted = [r and stepped for r, stepped in zip(running, self.algorithm.stepped)] if self._pausing else running
         _, rewards, _, _, info = self.env.step(tokens.reshape(s * b, -1))
         feedback = self._feedback(info["final_obs"], rewards, info)  # every episode ends after one round
         stats = batch_statistics(feedback.tokens, feedback.rewards, feedback.solved, feedback.program_status)
-        running = self.active
-        self._track(feedback)
+        tracked = self.active if all(counted) else self.active & self._mask(counted)
+        self._track(feedback, tracked)
         stats.update(self.algorithm.learn(feedback))
-        self.npe_done += self.algorithm.new_programs(self.step_count)
-        self.programs_executed += s * b
+        new = self.algorithm.new_programs(self.step_count)
+        self.member_programs = [count + new * c for count, c in zip(self.member_programs, counted)]
+        self.programs_executed += b * (sum(self.algorithm.stepped) if self._pausing else s)  # not the empty rows
         self.step_count += 1
-        return stats, running
+        return stats, tracked
 
     def _feedback(self, obs: dict[str, torch.Tensor], rewards: torch.Tensor, info: dict) -> Feedback:
         s, b = self.num_members, self.batch
@@ -230,9 +260,9 @@ class Trainer:
                         info["program_status"].view(s, b), obs["case_passed"].view(s, b, -1).bool(),
                         obs["case_status"].view(s, b, -1), features.view(s, b, -1))
 
-    def _track(self, feedback: Feedback) -> None:
-        """Count NPE, note first solves and the best program per member (device only)."""
-        active = self.active
+    def _track(self, feedback: Feedback, active: torch.Tensor) -> None:
+        """Count NPE, note first solves and the best program per member, for the members ``active [S]`` that
+        were running and wrote programs this step (device only)."""
         tokens, rewards, solved = feedback.tokens, feedback.rewards, feedback.solved
         self.npe = self.npe + active.long() * self.algorithm.new_programs(self.step_count)
         newly = active & solved.any(1)  # [S]
@@ -252,7 +282,10 @@ class Trainer:
         logger = RunLogger(config, self.task.name, self.run_dirs, self)
         start = time.perf_counter() - self.elapsed
         try:
-            while self.budget_allows_step() and not (self.team is None and self.out_of_time()):
+            # under torchrun the ranks stop together, at a sync point: a rank whose members paused at
+            # different steps than another's may run out of budget first, and steps on with none running
+            lockstep_ranks = self.team is not None and self._pausing
+            while (lockstep_ranks or self.budget_allows_step()) and not (self.team is None and self.out_of_time()):
                 if config.max_train_steps is not None and self.step_count >= config.max_train_steps:
                     break
                 stats, running = self.step()
@@ -269,7 +302,9 @@ class Trainer:
     def _sync(self, logger: RunLogger, final: bool = False) -> bool:
         """Log, checkpoint, and say whether the job is done. # sync point (once per log_every steps)."""
         active = self.active.tolist()  # sync point
-        done = not any(active) or self.out_of_time()
+        if self.config.stop_on_success:  # budgets are the host's to check (a resumed run may have a larger one)
+            self.finished = [npe >= 0 for npe in self.solved_npe.tolist()]
+        done = not self.budget_allows_step() or self.out_of_time()
         if self.team is not None:  # every rank takes the same decision, so all make the same collectives
             done = self.team.all_done(done)
         share_every = _multiple(self.config.share_every, self.config.log_every)  # 0: no sharing
@@ -317,7 +352,8 @@ class Trainer:
     def state_dict(self) -> dict:
         """Everything needed to continue exactly: algorithm, counters (plain data and tensors only)."""
         return {"config": _comparable(self.config, self.algorithm.config), "algorithm": self.algorithm.state_dict(),
-                "step_count": self.step_count, "npe_done": self.npe_done, "npe": self.npe.clone(),
+                "step_count": self.step_count, "member_programs": list(self.member_programs),
+                "finished": list(self.finished), "npe": self.npe.clone(),
                 "solved_npe": self.solved_npe.clone(), "solved_step": self.solved_step.clone(),
                 "best_rewards": self.best_rewards.clone(), "best_tokens": self.best_tokens.clone(),
                 "run_dirs": self.run_dirs, "elapsed": self.elapsed, "step_seconds": list(self.step_seconds),
@@ -344,14 +380,15 @@ class Trainer:
                              "same task, algorithm, seeds and options")
         require_keys(state["algorithm"], self.algorithm.state_dict(), path)  # a file from an older synthenv
         self.algorithm.load_state_dict(state["algorithm"])
-        for name in ("step_count", "npe_done", "run_dirs", "elapsed", "step_seconds", "programs_executed"):
+        for name in ("step_count", "member_programs", "finished", "run_dirs", "elapsed", "step_seconds",
+                     "programs_executed"):
             setattr(self, name, state[name])
         for name in ("npe", "solved_npe", "solved_step", "best_rewards", "best_tokens"):
             setattr(self, name, state[name].to(self.device))
 
 
-_STATE_KEYS = ("config", "algorithm", "step_count", "npe_done", "npe", "solved_npe", "solved_step", "best_rewards",
-               "best_tokens", "run_dirs", "elapsed", "step_seconds", "programs_executed")
+_STATE_KEYS = ("config", "algorithm", "step_count", "member_programs", "finished", "npe", "solved_npe", "solved_step",
+               "best_rewards", "best_tokens", "run_dirs", "elapsed", "step_seconds", "programs_executed")
 _RESUMABLE = ("npe", "seconds", "log_dir", "log_every", "checkpoint", "checkpoint_every", "resume",
               "max_train_steps", "progress")
 

@@ -96,32 +96,35 @@ def test_by_default_a_member_hands_over_to_fresh_islands_and_keeps_its_queue():
 
 
 def test_the_elitist_phase_skips_the_feedback_features_and_runs_the_same_search(monkeypatch):
-    """While every member is in its elitist phase nothing reads the feedback features, so the trainer
+    """In a generation where no member's islands step nothing reads the feedback features, so the trainer
     skips them (``uses_features``); the run, through the hand-over and the islands after it, writes the
     programs that it writes with them computed at every step."""
     config = dataclasses.replace(SMALL, elitist=True, elitist_patience=2)
 
-    def programs() -> tuple[list[torch.Tensor], list[bool]]:
+    def programs() -> tuple[list[torch.Tensor], list[bool], list[bool]]:
         trainer = _trainer("ppo", config, seeds=(1, 2))
-        written, skipped = [], []
+        written, skipped, mixed = [], [], []
         env_step = trainer.env.step
 
-        def step(actions):
+        def step(actions):  # called between the agent's propose and the features' computation
             written.append(actions.clone())
+            skipped.append(not trainer.algorithm.uses_features)
+            mixed.append(len(set(trainer.algorithm.elitist)) == 2)
             return env_step(actions)
 
         trainer.env.step = step
-        for _ in range(3 * HANDOVER_EVERY):
-            skipped.append(not trainer.algorithm.uses_features)
+        for _ in range(4 * HANDOVER_EVERY):
             trainer.step()
         assert not any(trainer.algorithm.elitist)  # both handed over within the run
-        return written, skipped
+        return written, skipped, mixed
 
-    lazy, skipped = programs()
-    assert skipped[0] and not skipped[-1]  # skipped in the elitist phase only
+    lazy, skipped, mixed = programs()
+    assert skipped[0] and not skipped[-1]  # skipped in the elitist phase, computed once all have handed over
+    waiting = [step for step, (skip, mix) in enumerate(zip(skipped, mixed)) if mix]
+    assert [skipped[step] for step in waiting] == [step % config.islands_every != 0 for step in waiting]
     assert PPO(dataclasses.replace(config, seeded_islands=0.5), (1,), 10, torch.device("cpu")).uses_features
     monkeypatch.setattr(PPO, "uses_features", property(lambda self: True))
-    always, _ = programs()
+    always, _, _ = programs()
     assert len(lazy) == len(always) and all(torch.equal(a, b) for a, b in zip(lazy, always))
 
 

@@ -10,6 +10,7 @@ import torch
 from states import assert_same
 from synthenv import agents, tasks
 from synthenv.checkpoint import CheckpointError
+from synthenv.language import canonical_programs
 from synthenv.agents import GAConfig, MutationConfig, PPOConfig, RandomConfig, TrainConfig, Trainer
 from synthenv.tasks import Task
 
@@ -43,8 +44,9 @@ def small_config(algo: str, **changes):
 
 def handover_config(**changes) -> TrainConfig:
     """ppo with its elitist phase, seeds 5 and 7: seed 5 hands over at generation 10, seed 7 at 30."""
-    return TrainConfig(task="reverse-tune", algo="ppo", npe=10**6, max_len=8, seeds=(5, 7),
-                       algo_config=small_config("ppo", elitist=True, elitist_patience=2), **FAST, **changes)
+    settings = dict(task="reverse-tune", algo="ppo", npe=10**6, max_len=8, seeds=(5, 7),
+                    algo_config=small_config("ppo", elitist=True, elitist_patience=2), **FAST)
+    return TrainConfig(**{**settings, **changes})
 
 
 def test_npe_counts_sampled_programs_only():
@@ -132,18 +134,25 @@ def test_a_seed_trains_the_same_alone_or_batched():
 
 
 def test_a_seed_trains_the_same_alone_or_batched_across_its_elitist_handover():
-    """Seed 5 hands over from its elitist phase at generation 10, seed 7 at 30: for 20 generations only seed 5's
-    islands ran (on a copy of its rows, written back each generation). Each seed's run is still the one it makes
-    alone."""
+    """Seed 5 hands over from its elitist phase at generation 10, seed 7 at 30: in between, only seed 5's islands
+    ran (on a copy of its rows, written back each generation), and only every 4th generation (islands_every) while
+    seed 7's elitist phase stepped at every one. Each seed's run is still the one it makes alone, in as many of
+    its own generations."""
     config = handover_config(max_train_steps=36)
     batched = Trainer(config)
-    phases = []
+    phases, stepped = [], []
     for _ in range(36):
         batched.step()
         phases.append(tuple(batched.algorithm.elitist))
+        stepped.append(tuple(batched.algorithm.stepped))
     assert phases[8] == (True, True) and phases[9] == (False, True) and phases[29] == (False, False)
+    assert [step for step in range(10, 30) if stepped[step][0]] == [12, 16, 20, 24, 28]
+    assert all(step[1] for step in stepped) and all(step[0] for step in stepped[30:])
+    own_steps = [sum(step[member] for step in stepped) for member in range(2)]
+    assert own_steps == [36 - 15, 36]
+    assert batched.member_programs == [steps * 32 for steps in own_steps] == batched.npe.tolist()
     for member, seed in enumerate((5, 7)):
-        alone = Trainer(dataclasses.replace(config, seeds=(seed,)))
+        alone = Trainer(dataclasses.replace(config, seeds=(seed,), max_train_steps=own_steps[member]))
         alone.run()
         mine, theirs = alone.algorithm.state_dict(), batched.algorithm.state_dict()
         for name, value in mine["editor"].items():
@@ -152,6 +161,78 @@ def test_a_seed_trains_the_same_alone_or_batched_across_its_elitist_handover():
             for name, value in mine[part].items():
                 assert torch.equal(value[0], theirs[part][name][member]), (part, name)
         assert int(alone.algorithm.optimizer.steps[0]) == int(batched.algorithm.optimizer.steps[member]) > 0
+
+
+def test_the_schedule_changes_when_a_seed_steps_never_what_it_writes():
+    """With islands_every=4 seed 5's islands wait 3 generations in 4 while seed 7 is in its elitist phase; with 1
+    they step at every one. Each seed writes the same programs in its own generations either way (its policy
+    updates and the slots of its update buffer follow its own count)."""
+    def own_programs(islands_every: int) -> list[list[torch.Tensor]]:
+        config = handover_config(max_train_steps=36)
+        config = dataclasses.replace(config, algo_config=dataclasses.replace(config.algo_config,
+                                                                              islands_every=islands_every))
+        trainer = Trainer(config)
+        env_step, written = trainer.env.step, [[], []]
+
+        def step(actions):
+            for member, stepped in enumerate(trainer.algorithm.stepped):
+                if stepped:
+                    written[member].append(actions.view(2, 32, -1)[member].clone())
+            return env_step(actions)
+
+        trainer.env.step = step
+        trainer.run()
+        return written
+
+    waiting, every = own_programs(4), own_programs(1)
+    assert [len(programs) for programs in waiting] == [21, 36] and [len(programs) for programs in every] == [36, 36]
+    for member in range(2):
+        assert all(torch.equal(a, b) for a, b in zip(waiting[member], every[member])), member
+
+
+def test_a_seed_spends_its_whole_budget_even_when_it_waited():
+    """Seed 5's islands wait 3 generations in 4 while seed 7 is in its elitist phase (generations 10-30), so seed 7
+    spends its budget of 40 generations first; the job goes on for seed 5 alone until its 40 are spent too, and
+    each seed's run is the one it makes alone."""
+    config = handover_config(npe=40 * 32)
+    batched = Trainer(config)
+    results = batched.run()
+    assert [r.npe for r in results] == [40 * 32] * 2 and not any(r.solved for r in results)
+    assert batched.step_count == 10 + 5 + 40 and batched.member_programs == [40 * 32] * 2
+    for member, seed in enumerate((5, 7)):
+        alone = Trainer(dataclasses.replace(config, seeds=(seed,)))
+        mine = alone.run()[0]
+        assert (mine.npe, mine.best_program, mine.best_reward) == (40 * 32, results[member].best_program,
+                                                                  results[member].best_reward)
+        assert torch.equal(alone.algorithm.islands.tokens[0], batched.algorithm.islands.tokens[member])
+
+
+@pytest.mark.parametrize("algo", ["ppo", "mutation"])
+def test_a_finished_member_writes_empty_programs_and_keeps_its_state(algo):
+    """Once the trainer knows a member is done (here as a sync point after its solve would note it), the member's
+    rows are empty programs that count no NPE, its queue stays as it was, and the other member runs on as alone."""
+    config = TrainConfig(task="reverse-tune", algo=algo, npe=10**6, max_len=8, seeds=(2, 3), max_train_steps=6,
+                         algo_config=small_config(algo, **({"elitist": True} if algo == "ppo" else {})), **FAST)
+    trainer = Trainer(config)
+    agent = trainer.algorithm
+    queue = agent.queue if algo == "ppo" else agent.elite
+    for _ in range(3):
+        trainer.step()
+    trainer.finished = [True, False]
+    before, npe = {k: v[0].clone() for k, v in queue.state_dict().items()}, trainer.npe.tolist()
+    env_step, actions = trainer.env.step, []
+    trainer.env.step = lambda tokens: (actions.append(tokens.clone()), env_step(tokens))[1]
+    for _ in range(3):
+        trainer.step()
+        assert agent.stepped == [False, True] and trainer.member_programs[1] > trainer.member_programs[0]
+        programs = canonical_programs(actions[-1]).view(2, agent.programs_per_step, -1)
+        assert not programs[0].any() and programs[1].any()  # every program of member 0 is empty
+    assert_same(before, {k: v[0] for k, v in queue.state_dict().items()})
+    assert trainer.npe.tolist()[0] == npe[0] and trainer.npe.tolist()[1] == npe[1] + 3 * agent.programs_per_step
+    alone = Trainer(dataclasses.replace(config, seeds=(3,)))
+    alone.run()
+    alone_queue = alone.algorithm.queue if algo == "ppo" else alone.algorithm.elite
+    assert torch.equal(alone_queue.tokens[0], queue.tokens[1])
 
 
 def test_a_member_in_its_elitist_phase_costs_the_islands_nothing():
