@@ -42,11 +42,12 @@ def measure(algo: str, config: object, task: str = "reverse", seeds: tuple[int, 
     for _ in range(warmup):
         trainer.step()
     _synchronize(trainer.device)
-    start = time.perf_counter()
+    start, executed = time.perf_counter(), trainer.programs_executed
     for _ in range(steps):
         trainer.step()
     _synchronize(trainer.device)
     agent = time.perf_counter() - start
+    executed = trainer.programs_executed - executed  # a member that waited wrote no programs
     batches, propose = [], trainer.algorithm.propose
     trainer.algorithm.propose = lambda: _recorded(propose(), batches, n)
     for _ in range(replay):
@@ -56,7 +57,7 @@ def measure(algo: str, config: object, task: str = "reverse", seeds: tuple[int, 
         trainer.env.step(tokens)
     _synchronize(trainer.device)
     env = time.perf_counter() - start
-    return Throughput(algo, n, n * steps / agent, n * len(batches) / env)
+    return Throughput(algo, n, executed / agent, n * len(batches) / env)
 
 
 def _recorded(tokens: torch.Tensor, batches: list[torch.Tensor], n: int) -> torch.Tensor:
