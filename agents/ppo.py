@@ -337,7 +337,6 @@ class PPO:
                              if running and not elitist]
         some = len(self._island_past) < len(self.elitist)
         self._island_index = member_index(self._island_past, self.device) if some else None
-        self._island_mask = self._member_mask([m in self._island_past for m in range(len(self.elitist))])
 
     def _islands_tick(self) -> bool:
         """Whether the islands step this generation: every generation once no running member is in its
@@ -447,8 +446,8 @@ class PPO:
             i for i, member in enumerate(view.members) if self.member_generation[member] % config.update_every == 0]
         if due:
             updating = view if len(due) == len(view.members) else view.rows(due, self.device)
-            stats.update({k: updating.spread(v, s) for k, v in self._update(updating).items()})
             learned = self._member_mask([m in updating.members for m in range(s)])
+            stats.update({k: updating.spread(v, s) for k, v in self._update(updating, learned).items()})
         if view is not None and view.index is not None:
             self.islands.put_members(view.index, view.islands)
             self.edit_queue.put_members(view.index, view.edit_queue)
@@ -600,9 +599,10 @@ class PPO:
                 else:
                     self.buffer[name][:, slot].index_copy_(0, index, value)  # in place, through the view
 
-    def _update(self, view: _IslandMembers) -> dict[str, torch.Tensor]:
+    def _update(self, view: _IslandMembers, members: torch.Tensor) -> dict[str, torch.Tensor]:
         """PPO + imitation on a sample of the buffered policy variants and the queue of improving edits,
-        for the members ``view`` (the others' parameters and optimizer state stay as they are); statistics ``[S']``."""
+        for the members ``view`` (``members``: the same as an ``[S]`` mask; the others' parameters and optimizer
+        state stay as they are); statistics ``[S']``."""
         config, queue = self.config, view.edit_queue
         size = self.buffer["parents"].shape[1]
         n = min(config.update_batch, size)
@@ -633,7 +633,7 @@ class PPO:
             self.optimizer.zero_grad()
             loss.sum().backward()  # members share no parameters: the sum keeps their gradients apart
             grad_norm = view.take(clip_grad_norm_per_member(list(self.editor.parameters()), config.max_grad_norm))
-            self.optimizer.step(self._member_mask([m in view.members for m in range(len(self.elitist))]))
+            self.optimizer.step(members)
             with torch.no_grad():
                 step = {"losses/policy_loss": policy_loss, "losses/queue_loss": queue_loss,
                         "losses/entropy": entropy, "losses/grad_norm": grad_norm,
