@@ -48,7 +48,8 @@ a queue of the best *improving* edits found so far, random or its own (a child t
 parent, ranked by the child's reward): the policy learns to make the edits that paid off; and
 with an entropy bonus against early commitment. TensorBoard shows whether it helps: the rate at
 which policy variants improve on their parent beside the rate of random variants
-(``charts/improve_rate_policy`` and ``charts/improve_rate_random``).
+(``charts/improve_rate_policy`` and ``charts/improve_rate_random``), and the rate at which they beat
+their island's best program so far, which is what moves the search on (``charts/new_best_rate_*``).
 
 The ablation switches (``elitist=False``, ``policy_fraction=0``, ``pg_weight=0``,
 ``queue_weight=0``, ``feedback=False``, ``splice_fraction=0``, ``restarts=False``, ``drift=False``,
@@ -518,7 +519,10 @@ class PPO:
         known = parent_rewards > EMPTY  # [S', G, C] the parent had been run: a gain is defined
         gains = torch.where(known, rewards - parent_rewards, 0.0)
         improved = known & (gains > 0)
-        stats = self._improve_rates(improved, known, n_pol, n_spl)
+        island_best = view.islands.best[:, :, None]  # [S', G, 1] before this generation's children
+        stats = self._rates("improve_rate", improved, known, n_pol, n_spl)
+        stats.update(self._rates("new_best_rate", rewards > island_best, (island_best > EMPTY).expand_as(rewards),
+                                 n_pol, n_spl))
         edited = torch.arange(c, device=self.device)
         edited = (edited < n_pol) | (edited >= n_pol + n_spl)  # crossovers are not edits
         variants = [self._variants(pending, rewards, improved & edited)]
@@ -540,12 +544,15 @@ class PPO:
                       "charts/island_best_mean": view.islands.best.clamp(min=-1.0).mean(1)})
         return stats
 
-    def _improve_rates(self, improved: torch.Tensor, known: torch.Tensor, n_pol: int, n_spl: int) -> dict:
-        """``[S]`` share of each kind of child that beat its parent (policy, random, crossover)."""
+    @staticmethod
+    def _rates(chart: str, hits: torch.Tensor, known: torch.Tensor, n_pol: int, n_spl: int) -> dict:
+        """``[S]`` share of each kind of child (policy, random, crossover) that ``hits [S, G, C]``, over
+        the children where it is defined (``known``): ``improve_rate`` beat their parent, ``new_best_rate``
+        beat the best program their island had reached (the search's frontier moved)."""
         parts = {"policy": slice(0, n_pol), "crossover": slice(n_pol, n_pol + n_spl),
                  "random": slice(n_pol + n_spl, None)}
-        return {f"charts/improve_rate_{name}": masked_mean(improved[:, :, part].float(), known[:, :, part])
-                for name, part in parts.items() if improved[:, :, part].numel()}
+        return {f"charts/{chart}_{name}": masked_mean(hits[:, :, part].float(), known[:, :, part])
+                for name, part in parts.items() if hits[:, :, part].numel()}
 
     def _variants(self, pending: dict, rewards: torch.Tensor, improving: torch.Tensor) -> dict:
         """The islands' children as ``[S, G*C, ...]`` rows for the imitation set (``rewards`` EMPTY

@@ -16,6 +16,7 @@ from synthenv.agents import PPO, MutationConfig, PPOConfig, TrainConfig, Trainer
 from synthenv.agents.islands import EMPTY, Islands
 from synthenv.agents.ppo import HANDOVER_EVERY
 from synthenv.agents.priority_queue import ProgramQueue
+from synthenv.language import decode_batch
 
 SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_every=1, update_batch=16,
                   policy_fraction=0.25, splice_fraction=0.25, patience=3, elitist=False)
@@ -145,6 +146,31 @@ def test_the_policy_writes_a_share_of_each_generation_and_learns():
     untrained = PPO(SMALL, (1,), 10, torch.device("cpu")).editor.state_dict()
     trained = trainer.algorithm.editor.state_dict()
     assert any(not torch.equal(untrained[k], trained[k]) for k in trained)
+
+
+def test_the_new_best_rates_count_the_children_that_beat_their_islands_best():
+    """``charts/new_best_rate_*``: the share of each kind of child whose reward, by the reference
+    interpreter, beats the best its island had reached before the generation."""
+    trainer = run_steps(SMALL, steps=4)
+    agent, task = trainer.algorithm, tasks.get("reverse-tune")
+    agent.islands.best[0, 0] = EMPTY  # an island that has just restarted has no best to beat
+    agent.islands.best[0, 1] = -1e9  # one that every child beats
+    best = agent.islands.best[0].clone()  # [G]
+    stats, _ = trainer.step()
+    children = agent._pending["children"][0]  # [G, C, L]
+    beat, known = torch.zeros(children.shape[:2]), torch.zeros(children.shape[:2])
+    for g, island in enumerate(children):
+        for c, code in enumerate(decode_batch(island)):
+            reward = reference.score_program(code, task.cases, task.base, task.max_steps, task.strict_syntax).reward
+            known[g, c] = float(best[g] > EMPTY)
+            beat[g, c] = float(torch.tensor(reward, dtype=torch.float32) > best[g])
+    n_pol, n_spl = SMALL.policy_children, SMALL.splice_children
+    for name, part in {"policy": slice(0, n_pol), "crossover": slice(n_pol, n_pol + n_spl),
+                       "random": slice(n_pol + n_spl, None)}.items():
+        expected = (beat[:, part] * known[:, part]).sum() / known[:, part].sum()
+        assert float(stats[f"charts/new_best_rate_{name}"][0]) == pytest.approx(float(expected))
+        assert float(expected) > 0  # island 1's children of this kind
+    assert not known[0].any() and beat[1].all()
 
 
 def test_without_the_policy_nothing_is_learned():
