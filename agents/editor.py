@@ -9,7 +9,8 @@ policy samples up to E point edits in ``agents.variation``'s format, so random m
 policy share one action space and the policy can imitate edits that random mutation found.
 
 Unlike an autoregressive writer it costs one batched pass per generation, whatever the program
-length: the env, not the policy, sets the pace. Every parameter has a leading member dimension S
+length, and one reading of a parent serves any number of variants of it (``sample``'s
+``variants``): the env, not the policy, sets the pace. Every parameter has a leading member dimension S
 (seeds train as independent members of one job, as in ``agents.policies``); the convolution runs
 all members at once as a grouped convolution.
 
@@ -84,12 +85,15 @@ class EditLogits:
     heads: torch.Tensor
 
     def at(self, where: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Kind logits ``[S, N, E, 3]`` (masked: at the end only insertion) and command logits
-        ``[S, N, E, 8]`` at positions ``where [S, N, E]``."""
-        s, n, e = where.shape
-        picked = self.hidden.gather(2, where[..., None].expand(-1, -1, -1, self.hidden.shape[-1]))  # [S, N, E, H]
-        out = torch.bmm(picked.reshape(s, n * e, -1), self.heads).view(s, n, e, -1)
-        at_end = (where == self.lengths[..., None])[..., None]  # [S, N, E, 1]
+        """Kind logits ``[S, N', E, 3]`` (masked: at the end only insertion) and command logits
+        ``[S, N', E, 8]`` at positions ``where [S, N', E]``; ``N' = K N`` for K variants of each
+        program (parent i's variants are rows ``i K .. i K + K - 1``)."""
+        s, rows, e = where.shape
+        n, h = self.hidden.shape[1], self.hidden.shape[-1]
+        grouped = where.reshape(s, n, -1)  # [S, N, K * E]: each program's positions, read from its hidden once
+        picked = self.hidden.gather(2, grouped[..., None].expand(-1, -1, -1, h))  # [S, N, K * E, H]
+        out = torch.bmm(picked.reshape(s, rows * e, h), self.heads).view(s, rows, e, -1)
+        at_end = (grouped == self.lengths[..., None]).view(s, rows, e, 1)
         kind_ok = torch.cat([~at_end, torch.ones_like(at_end), ~at_end], dim=-1)
         return torch.where(kind_ok, out[..., :NUM_KINDS], MASKED_LOGIT), out[..., NUM_KINDS:]
 
@@ -176,23 +180,35 @@ class EditPolicy(nn.Module):
 
     @torch.no_grad()
     def sample(self, parents: torch.Tensor, features: torch.Tensor, generators: list[torch.Generator],
-               members: torch.Tensor | None = None) -> tuple[Edits, torch.Tensor]:
-        """Edits for ``parents [S, N, L]`` (Gumbel-max, member s from ``generators[s]``) and their
-        log-probabilities ``[S, N]`` under the policy (of members ``members [S']`` only: ``logits``)."""
+               members: torch.Tensor | None = None, variants: int = 1) -> tuple[Edits, torch.Tensor]:
+        """``variants`` (K) edits of each of ``parents [S, N, L]`` and their log-probabilities under
+        the policy (of members ``members [S']`` only: ``logits``), as ``[S, K N, ...]`` rows, parent
+        i's at ``i K .. i K + K - 1``. One pass reads each parent once, whatever K; each edit is drawn
+        by inversion of its distribution's CDF, member s's from ``generators[s]`` (a fixed number of
+        draws per variant: a member's edits never depend on the other members' programs)."""
         logits = self.logits(parents, features, members)
-        s, n, width = logits.position.shape
-        e, full = self.config.max_edits, parents.shape[-1] + 1  # uniforms for the full width: a member's draws
-        uniform = member_uniform(generators, (n, e + 1, full + NUM_KINDS + NUM_COMMANDS),  # never depend on the
-                                 parents.device)  # others' programs; [S, N, E + 1, P + 11], row E: the count
-        count = 1 + (logits.count + _gumbel(uniform[..., e, :e])).argmax(-1)  # [S, N]
-        uniform = uniform[..., :e, :]  # Gumbel noise only where it is used (the P' positions of this pass)
-        where = (logits.position[:, :, None, :] + _gumbel(uniform[..., :width])).argmax(-1)  # [S, N, E]
-        kind_logits, token_logits = logits.at(where)  # [S, N, E, 3 / 8]
-        kinds = (kind_logits + _gumbel(uniform[..., full: full + NUM_KINDS])).argmax(-1)
-        tokens = 1 + (token_logits + _gumbel(uniform[..., full + NUM_KINDS:])).argmax(-1)
+        s, n, _ = logits.position.shape
+        e = self.config.max_edits
+        uniform = member_uniform(generators, (n, variants, 1 + 3 * e), parents.device)  # [S, N, K, 1 + 3E]
+        count = 1 + _inverse_cdf(logits.count, uniform[..., 0]).view(s, n * variants)  # [S, K N]
+        where = _inverse_cdf(logits.position, uniform[..., 1: 1 + e].reshape(s, n, -1)).view(s, n * variants, e)
+        kind_logits, token_logits = logits.at(where)  # [S, K N, E, 3 / 8]
+        draws = uniform[..., 1 + e:].reshape(s, n * variants, e, 2)
+        kinds = _inverse_cdf(kind_logits, draws[..., :1])[..., 0]
+        tokens = 1 + _inverse_cdf(token_logits, draws[..., 1:])[..., 0]
         active = torch.arange(e, device=parents.device) < count[..., None]
         edits = Edits(where, kinds, tokens, active)
         return edits, edit_log_probs(logits, edits, at=(kind_logits, token_logits))
+
+
+def _inverse_cdf(logits: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+    """Indices ``[..., D]`` drawn from ``softmax(logits [..., M])`` by ``uniform [..., D]`` in [0, 1)
+    (D draws from each distribution). A masked (zero-probability) index is never drawn: where float
+    rounding at the top of the CDF would pick one, the most likely index is taken instead."""
+    probs = torch.softmax(logits, -1)
+    cdf = probs.cumsum(-1)
+    index = torch.searchsorted(cdf, (uniform * cdf[..., -1:]).contiguous(), right=True).clamp_(max=logits.shape[-1] - 1)
+    return torch.where(probs.gather(-1, index) > 0, index, logits.argmax(-1, keepdim=True))
 
 
 def _width_on_host(device: torch.device) -> bool:
@@ -219,17 +235,17 @@ class _Lookup(torch.autograd.Function):
         return flat.new_zeros(ctx.rows, flat.shape[1]).index_add_(0, index.reshape(-1), flat), None
 
 
-def _gumbel(uniform: torch.Tensor) -> torch.Tensor:
-    return -torch.log(-torch.log(uniform.clamp(min=1e-20, max=1 - 1e-7)))
-
-
 def edit_log_probs(logits: EditLogits, edits: Edits,
                    at: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
-    """``[S, N]`` log-probability of ``edits`` (with grad): the count, then each active edit's
-    position, kind and, unless it deletes, its command. ``at``: ``logits.at(edits.positions)``
+    """``[S, N']`` log-probability of ``edits`` (with grad): the count, then each active edit's
+    position, kind and, unless it deletes, its command. ``N' = K N``: K variants of each of the
+    N programs of ``logits`` (``EditPolicy.sample``'s order). ``at``: ``logits.at(edits.positions)``
     if the caller has it already."""
-    count_lp = torch.log_softmax(logits.count, -1).gather(-1, (edits.count - 1).clamp(min=0)[..., None])[..., 0]
-    position_lp = torch.log_softmax(logits.position, -1).gather(-1, edits.positions)  # [S, N, E]
+    s, n, _ = logits.position.shape
+    rows, e = edits.positions.shape[1:]
+    counts = (edits.count - 1).clamp(min=0).view(s, n, -1)  # [S, N, K]
+    count_lp = torch.log_softmax(logits.count, -1).gather(-1, counts).view(s, rows)
+    position_lp = torch.log_softmax(logits.position, -1).gather(-1, edits.positions.reshape(s, n, -1)).view(s, rows, e)
     kind_logits, token_logits = logits.at(edits.positions) if at is None else at
     kind_lp = torch.log_softmax(kind_logits, -1).gather(-1, edits.kinds[..., None])[..., 0]
     token_lp = torch.log_softmax(token_logits, -1).gather(-1, (edits.tokens - 1).clamp(0, NUM_COMMANDS - 1)[..., None])
@@ -238,12 +254,16 @@ def edit_log_probs(logits: EditLogits, edits: Edits,
 
 
 def edit_entropy(logits: EditLogits, edits: Edits) -> torch.Tensor:
-    """``[S, N]`` entropy of the position distribution plus, at the edited positions, of the kind
-    and command distributions (a cheap stand-in for the entropy of the whole edit)."""
+    """``[S, N']`` entropy of the position distribution plus, at the edited positions, of the kind
+    and command distributions (a cheap stand-in for the entropy of the whole edit; ``N'`` as in
+    ``edit_log_probs``)."""
     def entropy(values: torch.Tensor) -> torch.Tensor:
         log_p = torch.log_softmax(values, -1)
         return -(log_p.exp() * log_p).sum(-1)
 
+    s, n, _ = logits.position.shape
+    rows = edits.positions.shape[1]
     kind_logits, token_logits = logits.at(edits.positions)
-    inner = entropy(kind_logits) + entropy(token_logits)  # [S, N, E]
-    return entropy(logits.position) + (inner * edits.active).sum(-1) / edits.count.clamp(min=1)
+    inner = entropy(kind_logits) + entropy(token_logits)  # [S, N', E]
+    where = entropy(logits.position)[..., None].expand(s, n, rows // n).reshape(s, rows)
+    return where + (inner * edits.active).sum(-1) / edits.count.clamp(min=1)

@@ -34,7 +34,8 @@ Each member then keeps G islands of its best programs (``agents.islands``); each
   islands) or of an island-mate spliced into the parent;
 - ``policy_fraction`` are *policy variants*: the edit policy (``agents.editor``) reads the parent
   and its per-case test feedback (which cases fail, by too little or too much output...) in one
-  pass and writes the edits.
+  pass and writes the edits, ``variants_per_parent`` variants from each parent it reads (the
+  reading is most of a variant's cost).
 
 Islands keep their best unique programs and restart from fresh programs when they stall
 (``patience``), so one stuck search becomes many short independent ones. Optionally
@@ -130,6 +131,11 @@ class PPOConfig:
     """Share of each island's children made by crossover (a splice of a queued program or an island-mate)."""
     policy_fraction: float = 0.0625
     """Share of each island's children written by the edit policy (0: random variants only, no learning)."""
+    variants_per_parent: int = 4
+    """Policy variants written from each parent the policy reads: its pass reads a parent once and draws
+    this many variants of it, and an update relearns them all from one reading, so the policy's cost per
+    variant falls about as many times (1: a parent for every variant). The largest number up to this that
+    divides both the policy variants per island and update_batch is used."""
     elite_fraction: float = 0.0
     """Share of each generation made by random variants of the member's queue (its best unique programs
     across islands and generations): an elitist mutation search, as the mutation baseline does, beside the
@@ -165,7 +171,7 @@ class PPOConfig:
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "batch_size", "islands", "island_size", "patience", "initial_length",
                                     "max_edits", "queue_size", "update_every", "update_batch", "update_epochs",
-                                    "elitist_patience", "islands_every")
+                                    "elitist_patience", "islands_every", "variants_per_parent")
         require_finite_fields(self, "splice_fraction", "policy_fraction", "seeded_islands", low=0.0, high=1.0)
         require_finite_fields(self, "elite_fraction", low=0.0, high=1.0, high_open=True)
         share = self.batch_size - self.elite_children
@@ -197,6 +203,13 @@ class PPOConfig:
     def policy_children(self) -> int:
         """Policy variants per island per generation."""
         return round(self.children_per_island * self.policy_fraction)
+
+    @property
+    def policy_group(self) -> int:
+        """K, policy variants per parent read: the largest divisor of the policy variants per island and
+        of update_batch that is at most ``variants_per_parent`` (1 without policy variants)."""
+        return next(k for k in range(self.variants_per_parent, 0, -1)
+                    if self.policy_children % k == 0 and self.update_batch % k == 0) if self.policy_children else 1
 
     @property
     def splice_children(self) -> int:
@@ -294,9 +307,10 @@ class PPO:
         self.editor = EditPolicy(config.editor, s, NUM_FEATURES, self.generators, device)
         self.optimizer = MemberAdam(list(self.editor.parameters()), lr=config.learning_rate, eps=1e-5)
         n = g * config.policy_children * config.update_every  # policy variants per update
+        read = n // config.policy_group  # the parents they were drawn from
         self.buffer = {
-            "parents": torch.zeros((s, n, max_len), dtype=torch.int64, device=device),
-            "features": torch.zeros((s, n, NUM_FEATURES), dtype=torch.float32, device=device),
+            "parents": torch.zeros((s, read, max_len), dtype=torch.int64, device=device),
+            "features": torch.zeros((s, read, NUM_FEATURES), dtype=torch.float32, device=device),
             "positions": torch.zeros((s, n, e), dtype=torch.int64, device=device),
             "kinds": torch.zeros((s, n, e), dtype=torch.int64, device=device),
             "tokens": torch.ones((s, n, e), dtype=torch.int64, device=device),
@@ -376,6 +390,10 @@ class PPO:
         s, g, c, length = len(generators), config.islands, config.children_per_island, self.max_len
         n_pol, n_spl = config.policy_children, config.splice_children
         parents, features, parent_rewards = view.islands.sample_parents(generators, c)  # [S', G, C, ...]
+        k = config.policy_group
+        if n_pol and k > 1:  # the policy's children: K of each of its first n_pol / K parents
+            for value in (parents, features, parent_rewards):
+                value[:, :, :n_pol] = value[:, :, :n_pol // k].repeat_interleave(k, dim=2)
         if not config.feedback:
             features = torch.zeros_like(features)
         flat = parents.reshape(s, g * c, length)
@@ -383,9 +401,9 @@ class PPO:
         edits = Edits(*(getattr(edits, name).view(s, g, c, -1) for name in _EDIT_FIELDS))
         log_probs = None
         if n_pol:
-            policy_parents = parents[:, :, :n_pol].reshape(s, g * n_pol, length)
-            policy_features = features[:, :, :n_pol].reshape(s, g * n_pol, -1)
-            policy_edits, log_probs = self.editor.sample(policy_parents, policy_features, generators, view.index)
+            policy_parents = parents[:, :, :n_pol:k].reshape(s, g * n_pol // k, length)
+            policy_features = features[:, :, :n_pol:k].reshape(s, g * n_pol // k, -1)
+            policy_edits, log_probs = self.editor.sample(policy_parents, policy_features, generators, view.index, k)
             policy_edits = Edits(*(getattr(policy_edits, name).view(s, g, n_pol, -1) for name in _EDIT_FIELDS))
             edits = _cat_edits([policy_edits, Edits(*(getattr(edits, name)[:, :, n_pol:] for name in _EDIT_FIELDS))],
                                dim=2)
@@ -584,22 +602,22 @@ class PPO:
         member's slot follows its own generations)."""
         pending = self._pending
         s, length, n_pol = len(view.generators), self.max_len, self.config.policy_children
-        width = self.config.islands * n_pol
-        values = {"parents": pending["parents"][:, :, :n_pol].reshape(s, width, length),
-                  "features": pending["features"][:, :, :n_pol].reshape(s, width, -1),
+        width, k = self.config.islands * n_pol, self.config.policy_group
+        values = {"parents": pending["parents"][:, :, :n_pol:k].reshape(s, width // k, length),  # the parents read
+                  "features": pending["features"][:, :, :n_pol:k].reshape(s, width // k, -1),
                   "log_probs": pending["log_probs"], "gains": gains.reshape(s, width),
                   "valid": known.reshape(s, width)}
         values.update({name: getattr(pending["edits"], name)[:, :, :n_pol].reshape(s, width, -1)
                        for name in _EDIT_FIELDS})
         slots = [self.member_generation[member] % self.config.update_every for member in view.members]
         for position in sorted(set(slots)):
-            slot = slice(position * width, (position + 1) * width)
             rows = [i for i, other in enumerate(slots) if other == position]
             index, take = view.index, None  # the buffer's rows, and which of the view's rows go there
             if len(rows) < len(slots):
                 index = member_index([view.members[i] for i in rows], self.device)
                 take = member_index(rows, self.device)
             for name, value in values.items():
+                slot = slice(position * value.shape[1], (position + 1) * value.shape[1])
                 value = value if take is None else value.index_select(0, take)
                 if index is None:
                     self.buffer[name][:, slot] = value
@@ -610,13 +628,19 @@ class PPO:
         """PPO + imitation on a sample of the buffered policy variants and the queue of improving edits,
         for the members ``view`` (``members``: the same as an ``[S]`` mask; the others' parameters and optimizer
         state stay as they are); statistics ``[S']``."""
-        config, queue = self.config, view.edit_queue
-        size = self.buffer["parents"].shape[1]
-        n = min(config.update_batch, size)
+        config, queue, k = self.config, view.edit_queue, self.config.policy_group
+        size = self.buffer["parents"].shape[1]  # parents read, each with its K variants
+        n = min(config.update_batch // k, size)
         keys = member_uniform(view.generators, (size,), self.device)
-        chosen = keys.argsort(dim=1)[:, :n]  # [S', n]: a uniform sample without replacement
-        buffer = {name: view.take(value).gather(1, chosen.view(*chosen.shape, *([1] * (value.dim() - 2))).expand(
-            -1, -1, *value.shape[2:])) for name, value in self.buffer.items()}
+        chosen = keys.argsort(dim=1)[:, :n]  # [S', n]: a uniform sample of parents without replacement
+        variants = (chosen[..., None] * k + torch.arange(k, device=self.device)).view(chosen.shape[0], n * k)
+
+        def gather(name: str, value: torch.Tensor) -> torch.Tensor:
+            index = chosen if name in ("parents", "features") else variants  # per parent read, or per variant
+            return view.take(value).gather(1, index.view(*index.shape, *([1] * (value.dim() - 2))).expand(
+                -1, -1, *value.shape[2:]))
+
+        buffer = {name: gather(name, value) for name, value in self.buffer.items()}
         valid = buffer["valid"]
         if config.risk_quantile:
             advantages, valid = risk_seeking_advantages(buffer["gains"], valid, config.risk_quantile)

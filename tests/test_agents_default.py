@@ -148,6 +148,35 @@ def test_the_policy_writes_a_share_of_each_generation_and_learns():
     assert any(not torch.equal(untrained[k], trained[k]) for k in trained)
 
 
+def test_the_policy_writes_k_variants_of_each_parent_it_reads():
+    """``variants_per_parent``: each island's policy children are K variants of each of n_pol / K parents,
+    the update buffer keeps one copy of each parent read, and K = 1 reads a parent per variant."""
+    trainer = run_steps(SMALL, steps=2)
+    agent, n_pol = trainer.algorithm, SMALL.policy_children
+    assert SMALL.policy_group == 4 == n_pol
+    agent.propose()
+    pending = agent._pending
+    for name in ("parents", "features", "parent_rewards"):
+        value = pending[name][:, :, :n_pol]
+        assert torch.equal(value, value[:, :, :1].expand_as(value)), name
+    assert agent.buffer["parents"].shape[1] == SMALL.islands * n_pol // 4 == agent.buffer["gains"].shape[1] // 4
+    one = run_steps(dataclasses.replace(SMALL, variants_per_parent=1), steps=2).algorithm
+    one.propose()
+    parents = one._pending["parents"][:, :, :n_pol]
+    assert not torch.equal(parents, parents[:, :, :1].expand_as(parents))
+    assert one.buffer["parents"].shape[1] == one.buffer["gains"].shape[1]
+
+
+def test_the_variants_per_parent_is_the_largest_that_divides_the_policy_share_and_update_batch():
+    config = dataclasses.replace(SMALL, batch_size=96, islands=4, policy_fraction=0.25)  # 6 policy children
+    assert config.policy_children == 6 and config.policy_group == 2  # 4 and 3 do not divide 6 and 16
+    assert dataclasses.replace(config, update_batch=18).policy_group == 3
+    assert dataclasses.replace(config, variants_per_parent=1).policy_group == 1
+    assert dataclasses.replace(SMALL, policy_fraction=0.0).policy_group == 1
+    with pytest.raises(ValueError, match="variants_per_parent"):
+        dataclasses.replace(SMALL, variants_per_parent=0)
+
+
 def test_the_new_best_rates_count_the_children_that_beat_their_islands_best():
     """``charts/new_best_rate_*``: the share of each kind of child whose reward, by the reference
     interpreter, beats the best its island had reached before the generation."""
@@ -180,8 +209,8 @@ def test_without_the_policy_nothing_is_learned():
 
 
 @pytest.mark.parametrize("switch", [dict(pg_weight=0.0), dict(queue_weight=0.0), dict(feedback=False),
-                                    dict(entropy_coef=0.0), dict(risk_quantile=0.5)],
-                         ids=["no-ppo", "no-imitation", "no-feedback", "no-entropy", "risk-seeking"])
+                                    dict(entropy_coef=0.0), dict(risk_quantile=0.5), dict(variants_per_parent=1)],
+                         ids=["no-ppo", "no-imitation", "no-feedback", "no-entropy", "risk-seeking", "one-variant"])
 def test_each_learning_switch_changes_the_policy_update(switch):
     base = run_steps(SMALL, steps=3).algorithm.editor.state_dict()
     changed = run_steps(dataclasses.replace(SMALL, **switch), steps=3).algorithm.editor.state_dict()

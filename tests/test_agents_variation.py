@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from synthenv.agents.editor import EditorConfig, EditPolicy, edit_log_probs
+from synthenv.agents.editor import EditorConfig, EditPolicy, _inverse_cdf, edit_entropy, edit_log_probs
 from synthenv.agents.priority_queue import EMPTY, ProgramQueue
 from synthenv.agents.variation import (DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, canonical, first_occurrences,
                                        program_lengths, random_edits, random_programs, row_hashes, splice,
@@ -150,6 +150,52 @@ def test_the_edit_policy_samples_valid_edits_with_their_log_probabilities():
     _assert_canonical(apply_edits(parents, edits), 10)
     recomputed = edit_log_probs(policy(parents, features), edits)
     assert torch.allclose(recomputed, log_probs, atol=1e-5) and (log_probs < 0).all()
+
+
+def test_the_edit_policy_draws_k_variants_of_each_parent_from_one_reading():
+    """``sample(..., variants=K)``: K edits of each parent (rows i K .. i K + K - 1), each valid for that
+    parent, whose log-probabilities, entropies and gradients equal those of one reading per variant (the
+    parents repeated K times)."""
+    gens = _generators(2, 11)
+    policy = EditPolicy(EditorConfig(max_edits=3), 2, num_features=9, generators=gens, device=CPU)
+    parents = random_programs(gens, (24,), 10, 10, CPU)
+    parents[:, :2] = 0  # empty programs: only an insertion at 0
+    features = torch.rand(2, 24, 9)
+    edits, log_probs = policy.sample(parents, features, gens, variants=3)
+    assert edits.positions.shape == (2, 72, 3) and log_probs.shape == (2, 72)
+    repeated, repeated_features = parents.repeat_interleave(3, 1), features.repeat_interleave(3, 1)
+    lengths = program_lengths(repeated)[..., None]
+    assert ((edits.positions <= lengths) & (edits.positions < 10 + (lengths < 10).long())).all()
+    assert ((edits.positions < lengths) | (edits.kinds == INSERT)).all()
+    _assert_canonical(apply_edits(repeated, edits), 10)
+    assert not torch.equal(edits.positions[:, 0::3], edits.positions[:, 1::3])  # the variants differ
+
+    results = []
+    for logits in (lambda: policy(parents, features), lambda: policy(repeated, repeated_features)):
+        policy.zero_grad()
+        log_p, entropy = edit_log_probs(logits(), edits), edit_entropy(logits(), edits)
+        (log_p.sum() + entropy.sum()).backward()
+        results.append((log_p, entropy, [p.grad.clone() for p in policy.parameters()]))
+    (grouped_lp, grouped_entropy, grouped_grads), (each_lp, each_entropy, each_grads) = results
+    assert torch.allclose(grouped_lp, log_probs, atol=1e-5) and torch.allclose(grouped_lp, each_lp, atol=1e-5)
+    assert torch.allclose(grouped_entropy, each_entropy, atol=1e-5)
+    for a, b in zip(grouped_grads, each_grads):
+        assert torch.allclose(a, b, atol=1e-4)
+
+
+def test_inverse_cdf_draws_follow_the_softmax_and_never_a_masked_index():
+    """The policy's sampler: frequencies over 200 000 draws match ``softmax(logits)`` and a masked
+    logit (-1e9) is never drawn, also at the top of [0, 1) where the CDF's float rounding bites."""
+    logits = torch.tensor([[0.5, -1e9, 2.0, -1.0, -1e9]])
+    uniform = torch.rand((1, 200_000), generator=torch.Generator().manual_seed(3))
+    drawn = _inverse_cdf(logits, uniform)
+    counts = torch.bincount(drawn[0], minlength=5).double() / 200_000
+    expected = torch.softmax(logits.double(), -1)[0]
+    assert counts[1] == 0 and counts[4] == 0
+    assert torch.allclose(counts, expected, atol=0.005)
+    edge = _inverse_cdf(logits, torch.tensor([[0.0, 0.5, 1 - 2**-24, 0.9999999]]))
+    assert edge[0, :2].tolist() == [0, 2] and set(edge[0, 2:].tolist()) <= {2, 3}
+    assert _inverse_cdf(logits, torch.tensor([[1.0]])).tolist() == [[2]]  # past the CDF's top: the likeliest
 
 
 def test_the_edit_policy_reads_short_programs_the_same_in_the_trimmed_width(monkeypatch):
