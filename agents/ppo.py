@@ -34,8 +34,8 @@ Each member then keeps G islands of its best programs (``agents.islands``); each
   islands) or of an island-mate spliced into the parent;
 - ``policy_fraction`` are *policy variants*: the edit policy (``agents.editor``) reads the parent
   and its per-case test feedback (which cases fail, by too little or too much output...) in one
-  pass and writes the edits, ``variants_per_parent`` variants from each parent it reads (the
-  reading is most of a variant's cost).
+  pass and writes the edits, ``variants_per_parent`` variants from each parent it reads (one
+  reading serves them all).
 
 Islands keep their best unique programs and restart from fresh programs when they stall
 (``patience``), so one stuck search becomes many short independent ones. Optionally
@@ -392,8 +392,9 @@ class PPO:
         parents, features, parent_rewards = view.islands.sample_parents(generators, c)  # [S', G, C, ...]
         k = config.policy_group
         if n_pol and k > 1:  # the policy's children: K of each of its first n_pol / K parents
-            for value in (parents, features, parent_rewards):
-                value[:, :, :n_pol] = value[:, :, :n_pol // k].repeat_interleave(k, dim=2)
+            for value in (parents, features, parent_rewards):  # expand, not repeat_interleave: no sync on a GPU
+                head = value[:, :, :n_pol // k, None]
+                value[:, :, :n_pol] = head.expand(*head.shape[:3], k, *head.shape[4:]).flatten(2, 3)
         if not config.feedback:
             features = torch.zeros_like(features)
         flat = parents.reshape(s, g * c, length)
