@@ -400,7 +400,7 @@ class PPO:
         flat = parents.reshape(s, g * c, length)
         edits = random_edits(generators, flat, config.max_edits)  # [S', G*C, E]
         edits = Edits(*(getattr(edits, name).view(s, g, c, -1) for name in _EDIT_FIELDS))
-        log_probs = None
+        log_probs = policy_parents = policy_features = None
         if n_pol:
             policy_parents = parents[:, :, :n_pol:k].reshape(s, g * n_pol // k, length)
             policy_features = features[:, :, :n_pol:k].reshape(s, g * n_pol // k, -1)
@@ -419,7 +419,8 @@ class PPO:
             spliced = splice(generators, parents[:, :, part].reshape(s, -1, length), mates.reshape(s, -1, length))
             children[:, :, part] = spliced.view(s, g, n_spl, length)  # children is apply_edits' own tensor
         self._pending = {"parents": parents, "features": features, "parent_rewards": parent_rewards,
-                         "edits": edits, "children": children, "log_probs": log_probs}
+                         "edits": edits, "children": children, "log_probs": log_probs,
+                         "policy_parents": policy_parents, "policy_features": policy_features}  # the parents read
         if config.elite_children:
             self._pending["elite"] = self._elite_variants(view)
             return torch.cat([children.view(s, g * c, length), self._pending["elite"]["children"]], dim=1)
@@ -602,10 +603,9 @@ class PPO:
         """Put this generation's policy variants in their slot of the members ``view``'s update buffer (each
         member's slot follows its own generations)."""
         pending = self._pending
-        s, length, n_pol = len(view.generators), self.max_len, self.config.policy_children
-        width, k = self.config.islands * n_pol, self.config.policy_group
-        values = {"parents": pending["parents"][:, :, :n_pol:k].reshape(s, width // k, length),  # the parents read
-                  "features": pending["features"][:, :, :n_pol:k].reshape(s, width // k, -1),
+        s, n_pol = len(view.generators), self.config.policy_children
+        width = self.config.islands * n_pol
+        values = {"parents": pending["policy_parents"], "features": pending["policy_features"],  # one per K variants
                   "log_probs": pending["log_probs"], "gains": gains.reshape(s, width),
                   "valid": known.reshape(s, width)}
         values.update({name: getattr(pending["edits"], name)[:, :, :n_pol].reshape(s, width, -1)
