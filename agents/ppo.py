@@ -112,6 +112,10 @@ class PPOConfig:
     from it); the others start from fresh programs. 0 (the default): all start fresh, and the queue's programs
     reach the islands as crossover mates only (on the 26 paper tasks, 0 solved more tasks and runs than 0.5:
     BENCHMARKS.md)."""
+    elite_mates: bool = True
+    """At the hand-over the member's queue, the elitist phase's best programs, stays as the islands' crossover
+    mates until their own programs displace it (False: the queue is emptied at the hand-over and filled by the
+    islands alone)."""
     islands: int = 16
     """G, independent sub-populations per member (must divide the islands' share of batch_size)."""
     island_size: int = 32
@@ -522,6 +526,8 @@ class PPO:
             features[:seeded] = self.queue.extras["features"][member][slots]
             hashes[:seeded] = self.queue.hashes[member][slots]
         self.islands.start_member(member, tokens, rewards, features, hashes)
+        if not config.elite_mates:
+            self.queue.rewards[member].fill_(EMPTY)  # every slot empty: the islands' programs fill it anew
         self.buffer["valid"][member].fill_(False)  # in place, no tensor from Python data (a copy to a GPU)
         self.elitist_mask[member].fill_(False)
         self.elitist[member] = False

@@ -96,6 +96,34 @@ def test_by_default_a_member_hands_over_to_fresh_islands_and_keeps_its_queue():
     assert len(island_programs & queued) < len(queued)  # not the queue's programs
 
 
+def test_without_elite_mates_the_queue_is_emptied_at_the_hand_over_and_refilled_by_the_islands():
+    config = dataclasses.replace(SMALL, elitist=True, elitist_patience=2, elite_mates=False)
+    trainer = _trainer("ppo", config)
+    agent = trainer.algorithm
+    queue_before = []
+    hand_over = agent._hand_over
+
+    def spy(member: int) -> None:
+        queue_before.append(agent.queue.valid[member].clone())
+        hand_over(member)
+
+    agent._hand_over = spy
+    _until_handover(trainer)
+    assert bool(queue_before[0].all())  # the elitist phase had filled it
+    assert not bool(agent.queue.valid[0].any())  # emptied: no crossover mate from the elitist phase
+    propose, written = agent.propose, set()
+
+    def record() -> torch.Tensor:
+        children = propose()
+        written.update(tuple(row) for row in children[0].tolist())
+        return children
+
+    agent.propose = record
+    trainer.step()  # the islands' first generation
+    queued = [tuple(row) for row, valid in zip(agent.queue.tokens[0].tolist(), agent.queue.valid[0].tolist()) if valid]
+    assert queued and set(queued) <= written  # refilled by the islands' programs alone
+
+
 def test_the_elitist_phase_skips_the_feedback_features_and_runs_the_same_search(monkeypatch):
     """In a generation where no member's islands step nothing reads the feedback features, so the trainer
     skips them (``uses_features``); the run, through the hand-over and the islands after it, writes the
