@@ -8,12 +8,12 @@ baseline writes), which solves the easy tasks fastest. When the queue has not ch
 ``elitist_patience`` generations (the baseline's elite has frozen: from then on it draws from
 the same distribution of children forever), the member hands over to the islands described
 below. They start from fresh programs (``seeded_islands``: a share of them may start from that
-queue instead); the queue stays, as their crossover mates. Members hand over independently
-(checked every 10 generations, the one ``elitist_handover`` sync point), and a member's run
-never depends on which other seeds share the job. While only some members have handed over,
-the islands run for those members alone (on a copy of their rows), so the members still in
-their elitist phase step at the baseline's pace. A member that has solved the task never hands
-over.
+queue instead); the queue stays, as their crossover mates (``elite_mates``; False empties it).
+Members hand over independently (checked every 10 generations, the one ``elitist_handover``
+sync point), and a member's run never depends on which other seeds share the job. While only
+some members have handed over, the islands run for those members alone (on a copy of their
+rows), so the members still in their elitist phase step at the baseline's pace. A member that has
+solved the task never hands over.
 
 The job's time is shared out: while a running member is in its elitist phase, the islands step
 once every ``islands_every`` generations (members past the elitist phase wait between, writing
