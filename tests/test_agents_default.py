@@ -58,6 +58,18 @@ def _until_handover(trainer: Trainer, steps: int = 60) -> int:
     raise AssertionError(f"no hand-over in {steps} steps")
 
 
+def _before_each_hand_over(agent: PPO, read) -> list:
+    """Wrap ``agent._hand_over`` so that ``read(member)`` is noted just before each hand-over; the notes."""
+    notes, hand_over = [], agent._hand_over
+
+    def spy(member: int) -> None:
+        notes.append(read(member))
+        hand_over(member)
+
+    agent._hand_over = spy
+    return notes
+
+
 def test_a_member_hands_over_to_islands_seeded_from_its_queue_when_the_queue_stalls():
     config = dataclasses.replace(SMALL, elitist=True, elitist_patience=2, seeded_islands=0.5)
     trainer = _trainer("ppo", config)
@@ -80,14 +92,7 @@ def test_by_default_a_member_hands_over_to_fresh_islands_and_keeps_its_queue():
     config = dataclasses.replace(SMALL, elitist=True, elitist_patience=2)  # SMALL keeps the default seeding
     trainer = _trainer("ppo", config)
     agent = trainer.algorithm
-    queue_before = []  # the queue as the hand-over finds it
-    hand_over = agent._hand_over
-
-    def spy(member: int) -> None:
-        queue_before.append(agent.queue.tokens.clone())
-        hand_over(member)
-
-    agent._hand_over = spy
+    queue_before = _before_each_hand_over(agent, lambda member: agent.queue.tokens.clone())
     _until_handover(trainer)
     assert bool((agent.islands.rewards[0] == EMPTY).all())  # every island fresh, none run yet
     assert torch.equal(agent.queue.tokens, queue_before[0])  # the queue stays: crossover mates
@@ -100,14 +105,7 @@ def test_without_elite_mates_the_queue_is_emptied_at_the_hand_over_and_refilled_
     config = dataclasses.replace(SMALL, elitist=True, elitist_patience=2, elite_mates=False)
     trainer = _trainer("ppo", config)
     agent = trainer.algorithm
-    queue_before = []
-    hand_over = agent._hand_over
-
-    def spy(member: int) -> None:
-        queue_before.append(agent.queue.valid[member].clone())
-        hand_over(member)
-
-    agent._hand_over = spy
+    queue_before = _before_each_hand_over(agent, lambda member: agent.queue.valid[member].clone())
     _until_handover(trainer)
     assert bool(queue_before[0].all())  # the elitist phase had filled it
     assert not bool(agent.queue.valid[0].any())  # emptied: no crossover mate from the elitist phase
