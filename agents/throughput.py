@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
+from synthenv.language import DEFAULT_MAX_LEN
+
 from .trainer import TrainConfig, Trainer
 
 
@@ -33,7 +35,7 @@ class Throughput:
 
 
 def measure(algo: str, config: object, task: str = "reverse", seeds: tuple[int, ...] = (0, 1, 2),
-            max_len: int = 100, warmup: int = 5, steps: int = 20, replay: int = 8, device: str = "cpu") -> Throughput:
+            max_len: int = DEFAULT_MAX_LEN, warmup: int = 5, steps: int = 20, replay: int = 8, device: str = "cpu") -> Throughput:
     """Time ``steps`` training steps of ``algo`` after ``warmup`` ones; then record the programs
     of ``replay`` more steps and time the env alone on them. # sync point: timing."""
     trainer = Trainer(TrainConfig(task=task, algo=algo, algo_config=config, seeds=seeds, max_len=max_len,

@@ -29,7 +29,6 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import torch
 
@@ -38,7 +37,9 @@ from synthenv.checkpoint import RESUME_FIX, CheckpointError, load_checkpoint, re
 from synthenv.checks import (require_finite, require_positive_int_fields, require_seed, require_writable,
                              resolve_device)
 from synthenv.env import SynthVecEnv
-from synthenv.language import MAX_LEN, decode_batch
+from synthenv.compilers import DEFAULT_BACKEND
+from synthenv.distributed import Team, rank_checkpoint, resume_checkpoint
+from synthenv.language import DEFAULT_MAX_LEN, MAX_LEN, decode_batch
 
 from . import make
 from .common import MemberMasks, batch_statistics
@@ -72,13 +73,13 @@ class TrainConfig:
     """Seeds; several seeds run as one batched job (each an independent run)."""
     algo_config: object = None
     """The algorithm's config (``agents.default_config(algo)``'s type); None: its defaults."""
-    backend: str = "traditional"
+    backend: str = DEFAULT_BACKEND
     """Compiler backend of the env."""
     engine: str = "auto"
     """Engine of the env (``auto``: the fastest available)."""
     device: str = "cpu"
     """Torch device of the env, the policy and all training state."""
-    max_len: int = 100
+    max_len: int = DEFAULT_MAX_LEN
     """L, the most tokens a program may have (PQT: 100)."""
     stop_on_success: bool = True
     """Stop a seed when one of its programs solves the task (PQT's protocol)."""
@@ -145,20 +146,10 @@ class RunResult:
     """Programs executed per second by the whole job (all seeds, the agent included)."""
 
 
-class Team(Protocol):
-    """The ranks of a job launched by torchrun, as the loop uses them (``synthenv.distributed.Team``)."""
-
-    def all_done(self, done: bool) -> bool:
-        """Whether every rank is done (called by every rank at every sync point)."""
-
-    def all_gather(self, tensor: torch.Tensor, rows: int | None = None, fill: float = 0) -> torch.Tensor:
-        """Every rank's ``tensor [R, ...]`` padded to the same R with ``fill``: ``[W, R, ...]``."""
-
-
 class Trainer:
     """Owns the env, the algorithm and the run's counters; ``run()`` trains to the end.
 
-    ``team``: this rank's team under torchrun (None: one process).
+    ``team``: this rank's ``synthenv.distributed.Team`` under torchrun (None: one process).
     """
 
     def __init__(self, config: TrainConfig, team: Team | None = None):
@@ -406,11 +397,32 @@ def _comparable(config: TrainConfig, algo_config: object) -> dict:
     return fields
 
 
-def train(config: TrainConfig) -> list[RunResult]:
+def train(config: TrainConfig, team: Team | None = None) -> list[RunResult] | None:
     """Train ``config.algo`` on ``config.task`` for every seed; one ``RunResult`` per seed.
+
+    Under torchrun (``team``, a ``synthenv.distributed.Team``) the seeds are split over the team's
+    ranks: each rank trains its share as one batched job; with ``config.share_every`` the members of
+    every rank exchange their best programs. Progress is shown by rank 0; TensorBoard logs are written
+    by each rank for its own seeds; each rank writes its own checkpoint file
+    (``distributed.rank_checkpoint``), and a set resumes only on as many ranks. Rank 0 returns every
+    seed's result in seed order (``programs_per_s`` is the whole job's), the other ranks None.
 
     >>> [r.solved for r in train(TrainConfig(task="print-hello", algo="ga", npe=200, seeds=(0, 1), log_dir=None,
     ...                                      progress=False, max_len=8))]
     [False, False]
     """
-    return Trainer(config).run()
+    if team is None:
+        return Trainer(config).run()
+    config = dataclasses.replace(
+        config, seeds=team.split(config.seeds), device=team.device, progress=config.progress and team.is_main,
+        checkpoint=rank_checkpoint(config.checkpoint, team.rank, team.world_size) if config.checkpoint else None,
+        resume=resume_checkpoint(config.resume, team.rank, team.world_size) if config.resume else None)
+    trainer = Trainer(config, team=team)
+    team.require_equal("steps in their checkpoints", trainer.step_count,
+                       "the set is incomplete (a job stopped while saving): resume from a complete set or start anew")
+    results = trainer.run()
+    parts = team.gather_objects(results)
+    if parts is None:
+        return None
+    speed = sum(part[0].programs_per_s for part in parts if part)
+    return [dataclasses.replace(result, programs_per_s=speed) for part in parts for result in part]

@@ -30,6 +30,9 @@ from .hybrid import HybridCompiler
 from .neural import NeuralCompiler
 from .traditional import TraditionalCompiler
 
+DEFAULT_BACKEND = "traditional"
+"""The backend envs, ``synthenv.score`` and the agents use unless told otherwise."""
+
 
 @runtime_checkable
 class Compiler(Protocol):

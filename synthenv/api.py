@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from synthenv import tasks as task_registry
+from synthenv.compilers import DEFAULT_BACKEND
 from synthenv.execution import Execution
 from synthenv.checks import resolve_device
 from synthenv.language import MAX_LEN, VOCAB_SIZE, encode_batch
@@ -156,7 +157,7 @@ def _from_id_lists(rows: Sequence) -> torch.Tensor:
 def score(
     programs: Programs,
     task: Task | str,
-    backend: str = "traditional",
+    backend: str = DEFAULT_BACKEND,
     engine: str = "auto",
     device: torch.device | str | None = None,
     num_outputs: int | None = None,

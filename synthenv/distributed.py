@@ -44,7 +44,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from synthenv.errors import UserError
+from synthenv.errors import USER_ERRORS, UserError, describe
 
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 """What torchrun (``python -m torch.distributed.run``) sets in every rank's environment."""
@@ -329,8 +329,6 @@ class Team:
             other = self.failure()  # a rank that failed first is the cause (a collective with it broke)
             if other is not None:
                 raise RankFailed(other) from error
-            from synthenv.cli import USER_ERRORS, describe
-
             kind = "" if isinstance(error, USER_ERRORS + (RankFailed,)) else f"{type(error).__name__}: "
             self.report_failure(f"rank {self.rank} failed: {kind}{describe(error)}")
             raise
@@ -407,37 +405,3 @@ def single_process_resume(path: str) -> None:
     if sizes and not Path(path).exists():
         raise UserError(f"{path!r} is a checkpoint set of {sizes[0]} ranks ({rank_checkpoint(path, 0, sizes[0])}, "
                         f"...); resume it under torchrun with {sizes[0]} processes in all")
-
-
-# -- training over ranks -----------------------------------------------------------------------------
-
-def train(config, team: Team) -> list | None:
-    """Train ``config`` (an ``agents.TrainConfig``) with its seeds split over the team's ranks.
-
-    Each rank trains its share of the seeds as one batched job; with ``config.share_every`` the
-    members of every rank exchange their best programs. Progress is shown by rank 0; TensorBoard
-    logs are written by each rank for its own seeds (one run directory per seed, as ever); each
-    rank writes its own checkpoint file (``rank_checkpoint``), and a set resumes only on as many ranks.
-
-    Returns:
-        On rank 0 every seed's ``RunResult`` in seed order (``programs_per_s`` is the whole job's,
-        all ranks together); None on the other ranks.
-    """
-    import dataclasses
-
-    from synthenv.agents.trainer import Trainer
-
-    seeds = team.split(config.seeds)
-    config = dataclasses.replace(
-        config, seeds=seeds, device=team.device, progress=config.progress and team.is_main,
-        checkpoint=rank_checkpoint(config.checkpoint, team.rank, team.world_size) if config.checkpoint else None,
-        resume=resume_checkpoint(config.resume, team.rank, team.world_size) if config.resume else None)
-    trainer = Trainer(config, team=team)
-    team.require_equal("steps in their checkpoints", trainer.step_count,
-                       "the set is incomplete (a job stopped while saving): resume from a complete set or start anew")
-    results = trainer.run()
-    parts = team.gather_objects(results)
-    if parts is None:
-        return None
-    speed = sum(part[0].programs_per_s for part in parts if part)
-    return [dataclasses.replace(result, programs_per_s=speed) for part in parts for result in part]

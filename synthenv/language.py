@@ -36,6 +36,9 @@ _CHAR_TO_TOKEN = {c: i + 1 for i, c in enumerate(COMMANDS)}
 _TO_TOKEN_BYTES = bytes.maketrans(VOCAB.encode("ascii"), bytes(range(VOCAB_SIZE)))
 _NOT_TOKENS = bytes(sorted(set(range(256)) - set(VOCAB.encode("ascii"))))
 
+DEFAULT_MAX_LEN = 100
+"""The default program length L of the envs and agents: PQT writes programs of 100 tokens."""
+
 MAX_LEN = 4096
 """The longest program (in tokens) that the envs and ``synthenv.score`` accept.
 

@@ -65,7 +65,7 @@ class Evaluator:
             object.__setattr__(self, "audit", self.backend.audit)
 
     @classmethod
-    def create(cls, backend: str = "traditional", engine: str = "auto", device: torch.device | str | None = None,
+    def create(cls, backend: str = compilers.DEFAULT_BACKEND, engine: str = "auto", device: torch.device | str | None = None,
                early_abort: bool = True, scorer: str = "auto") -> Evaluator:
         compiler = compilers.get(backend)
         if isinstance(compiler, compilers.Pipeline):

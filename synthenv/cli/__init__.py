@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from synthenv.errors import UserError
+from synthenv.errors import USER_ERRORS, describe
 
 # command name -> (module, config class). Each config is a frozen dataclass with run().
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -34,10 +34,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench-agents": ("synthenv.cli.bench_agents", "BenchAgentsCommand"),
     "doctor": ("synthenv.cli.doctor", "DoctorCommand"),
 }
-
-USER_ERRORS = (UserError, ValueError, TypeError, FileNotFoundError, FileExistsError, PermissionError,
-               IsADirectoryError, NotADirectoryError)
-"""Exceptions that are the user's to fix: one line and exit code 2 at the command line."""
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
@@ -80,17 +76,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _report(command, describe(error))
         return EXIT_RANK_FAILED
-
-
-def describe(error: BaseException) -> str:
-    """A user error as one line: the message, or for a path error what is wrong with which path."""
-    if isinstance(error, OSError) and error.filename is not None:
-        text = f"{error.strerror or error}: {str(error.filename)!r}"
-        if error.filename2 is not None:
-            text += f" -> {str(error.filename2)!r}"
-        return text + "; check the path (a missing folder, a file where a folder is meant, or permissions)"
-    text = str(error) if str(error) else type(error).__name__
-    return " ".join(text.split())
 
 
 def _report(command: str, message: str, prefix: str = "error: ") -> None:

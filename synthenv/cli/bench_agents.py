@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from synthenv.language import DEFAULT_MAX_LEN
+
 
 @dataclass(frozen=True)
 class BenchAgentsCommand:
@@ -23,7 +25,7 @@ class BenchAgentsCommand:
     """Task the programs are scored on."""
     seeds: int = 3
     """Members per job (seeds batched, as 'synthenv train --num-seeds')."""
-    max_len: int = 100
+    max_len: int = DEFAULT_MAX_LEN
     """The most tokens a program may have."""
     warmup: int = 5
     """Steps run before timing."""

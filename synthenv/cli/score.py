@@ -8,6 +8,7 @@ from typing import Annotated
 
 import tyro
 
+from synthenv.compilers import DEFAULT_BACKEND
 from synthenv.errors import UserError
 from synthenv.language import COMMANDS, EOS_CHAR
 
@@ -23,7 +24,7 @@ class ScoreCommand:
     spaces are ignored, with a warning)."""
     task: str = "reverse"
     """Task name ('synthenv tasks' lists them)."""
-    backend: str = "traditional"
+    backend: str = DEFAULT_BACKEND
     """Compiler backend: traditional, cpu, neural or hybrid."""
     engine: str = "auto"
     """Engine: auto, torch, native, cuda (reference with the cpu backend)."""

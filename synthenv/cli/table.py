@@ -12,6 +12,8 @@ from pathlib import Path
 
 from synthenv.agents.trainer import DEFAULT_NPE
 from synthenv.checks import require_writable
+from synthenv.compilers import DEFAULT_BACKEND
+from synthenv.language import DEFAULT_MAX_LEN
 
 DEFAULT_TASKS = ("print-hello", "reverse-tune", "remove-char-tune", "shift-left", "echo-second-seq", "add",
                  "divide-2", "bool-logic")
@@ -41,13 +43,13 @@ class TableCommand:
     """Budget per run (programs executed)."""
     seconds: float | None = None
     """Wall-clock budget per cell (its K seeds together); whichever budget binds first ends the cell."""
-    backend: str = "traditional"
+    backend: str = DEFAULT_BACKEND
     """Compiler backend."""
     engine: str = "auto"
     """Engine."""
     device: str = "cpu"
     """Torch device."""
-    max_len: int = 100
+    max_len: int = DEFAULT_MAX_LEN
     """The most tokens a program may have."""
     out: str = "runs/table"
     """Output prefix: writes {out}.md and {out}.json."""

@@ -18,6 +18,8 @@ import tyro
 
 from synthenv.agents.trainer import DEFAULT_NPE, TrainConfig
 from synthenv.checks import require_writable
+from synthenv.compilers import DEFAULT_BACKEND
+from synthenv.language import DEFAULT_MAX_LEN
 
 Algo = Literal["ppo", "mutation", "pqt", "pg-pqt", "reinforce", "ga", "random"]
 DEFAULT_ALGO = "ppo"
@@ -44,13 +46,13 @@ class TrainCommand:
     """First seed."""
     num_seeds: int = 1
     """Seeds seed .. seed+num_seeds-1, trained as one batched job (each an independent run)."""
-    backend: str = "traditional"
+    backend: str = DEFAULT_BACKEND
     """Compiler backend ('cpu' = the host reference pipeline)."""
     engine: str = "auto"
     """Engine ('auto': native C on the CPU, CUDA on a GPU, else torch)."""
     device: str = "cpu"
     """Torch device for the env, the policy and all training state."""
-    max_len: int = 100
+    max_len: int = DEFAULT_MAX_LEN
     """The most tokens a program may have (PQT: 100)."""
     log_dir: str | None = "runs"
     """TensorBoard root (runs/{task}__{algo}__{seed}__{unix_time}); None disables logs."""
@@ -101,7 +103,7 @@ class TrainCommand:
                 team.require_same_command(self)
                 if self.json_out and team.is_main:
                     require_writable(self.json_out, "--json-out")
-                results = distributed.train(config, team)  # the seeds split over the ranks; rank 0 gets all
+                results = agents.train(config, team)  # the seeds split over the ranks; rank 0 gets all
             if results is None:
                 return 0
         print(summary(results))

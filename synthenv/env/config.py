@@ -12,7 +12,8 @@ import tyro
 
 from synthenv import tasks as task_registry
 from synthenv.checks import require_seed
-from synthenv.language import MAX_LEN
+from synthenv.compilers import DEFAULT_BACKEND
+from synthenv.language import DEFAULT_MAX_LEN, MAX_LEN
 from synthenv.tasks import Task
 
 
@@ -46,14 +47,14 @@ class EnvConfig:
     """N, the number of environments stepped together."""
     mode: Annotated[Mode, tyro.conf.EnumChoicesFromValues] = Mode.PROGRAM
     """``program`` (an action is N whole programs) or ``token`` (an action is one token per env)."""
-    backend: str = "traditional"
+    backend: str = DEFAULT_BACKEND
     """Compiler backend (``synthenv.compilers.names()``)."""
     engine: str = "auto"
     """Engine that runs compiled programs: ``auto``, ``torch``, ``native``, ``cuda`` (``reference``
     with the ``cpu`` backend)."""
     device: str = "cpu"
     """Torch device that holds all env state, actions and returns (``cpu``, ``cuda``, ``cuda:1``...)."""
-    max_len: int = 100
+    max_len: int = DEFAULT_MAX_LEN
     """L, tokens per program (PQT: 100; at most ``synthenv.language.MAX_LEN`` = 4096). Program mode:
     the action width; token mode: the most tokens a program can have before it ends."""
     iterations: int = 1

@@ -92,7 +92,7 @@ class SynthVecEnv(VectorEnv):
 
     Every ``EnvConfig`` field is a keyword argument (``SynthVecEnv.from_config`` takes the
     dataclass): ``task`` (name or ``Task``), ``num_envs``, ``mode`` (``"program"``/``"token"``),
-    ``backend``, ``engine``, ``device``, ``max_len`` (100), ``iterations`` (1, program mode),
+    ``backend``, ``engine``, ``device``, ``max_len`` (``DEFAULT_MAX_LEN``, 100), ``iterations`` (1, program mode),
     ``seed``, the task overrides ``base``/``max_steps``/``strict_syntax``, ``allow_eos``,
     ``validate_actions`` (True: range check, one host sync per step), ``lazy_scoring`` and
     ``cuda_graphs`` (program mode on CUDA: the step replayed as a CUDA graph).
