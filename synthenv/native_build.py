@@ -18,8 +18,13 @@ crash (SIGBUS/SIGSEGV) or wrong advice:
 - A build is compiled to a temporary file, checked (a library that loads, in a child process,
   and exports every expected symbol; an executable that is non-empty and executable), then renamed into
   place atomically, with a record beside it (``<name>.json``: size, SHA-256, compiler, flags,
-  source hash).
-- Before loading, the file must match its record (size and SHA-256); otherwise it is rebuilt.
+  source hash, and the CPU it was built on).
+- Before loading, the file must match its record (size and SHA-256) and the record must name this
+  machine's CPU; otherwise it is rebuilt.
+- The CPU (``cpu_identity``: its model and feature flags) is part of the cache key: ``-march=native``
+  code uses every instruction the building CPU has, so a cache shared between machines (a home
+  directory on a cluster) must never hand a build from a newer CPU to an older one, which would die
+  with SIGILL at the first instruction it lacks.
 
 Includes: ``#include "x.h"`` is resolved by ``expand_source`` against the including file's
 folder and ``INCLUDE_DIRS`` and inlined (with ``#line`` markers, so compiler messages name the
@@ -34,6 +39,7 @@ import functools
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import stat
@@ -75,7 +81,9 @@ EXPORTS = ("synthenv_run", "synthenv_loop_iterations", "synthenv_compile", "synt
            "synthenv_feedback_features", "synthenv_top_unique")
 """Symbols the shared library must export (checked before a build is cached or loaded)."""
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11")
-"""Flags of the shared library (``-march=native`` is fine: it is built on the machine that runs it)."""
+"""Flags of the shared library (``-march=native``: the CPU is part of the cache key, see ``cpu_identity``)."""
+CPUINFO = Path("/proc/cpuinfo")
+"""Where Linux describes the CPU (``cpu_identity``)."""
 INSTALL_HINT = "install a C compiler with OpenMP (e.g. `apt-get install gcc`) or point $CC at one"
 CACHE_HINT = "point $SYNTHENV_CACHE_DIR at a directory of your own (e.g. export SYNTHENV_CACHE_DIR=~/.cache/synthenv)"
 
@@ -238,10 +246,46 @@ def compiler_version(compiler: str) -> str:
     return done.stdout
 
 
+def cpu_identity(cpuinfo: Path = CPUINFO) -> dict[str, str]:
+    """The CPU builds run on: ``{"model": ..., "flags": ...}`` (part of the cache key and the record).
+
+    On Linux, the first processor's ``model name`` and ``flags`` lines of ``/proc/cpuinfo``
+    (``Features`` on ARM, which has no ``flags``); where there is no such file, or no model line,
+    ``platform.processor()`` (else ``platform.machine()``) is the model.
+
+    >>> sorted(cpu_identity())
+    ['flags', 'model']
+    """
+    model, flags = _read_cpu(cpuinfo)
+    return {"model": model, "flags": flags}
+
+
+@functools.lru_cache(maxsize=4)
+def _read_cpu(cpuinfo: Path) -> tuple[str, str]:
+    fields: dict[str, str] = {}
+    try:
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        if not line.strip():
+            if fields:
+                break  # the first processor's block is enough
+            continue
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    model = fields.get("model name") or platform.processor() or platform.machine()
+    flags = fields.get("flags") or fields.get("Features") or ""
+    return model, " ".join(flags.split())
+
+
 def build_key(texts: Sequence[str | bytes], compiler: str, flags: Sequence[str]) -> str:
-    """Cache key of a build: a hash of the (expanded) sources, the compiler (path and version) and the flags."""
+    """Cache key of a build: a hash of the (expanded) sources, the compiler (path and version), the flags and
+    the CPU (``cpu_identity``)."""
+    cpu = cpu_identity()
     digest = hashlib.sha256()
-    for part in (*texts, os.path.realpath(compiler), compiler_version(compiler), "\0".join(flags)):
+    for part in (*texts, os.path.realpath(compiler), compiler_version(compiler), "\0".join(flags), cpu["model"],
+                 cpu["flags"]):
         digest.update(part if isinstance(part, bytes) else part.encode())
         digest.update(b"\0\0")
     return digest.hexdigest()[:20]
@@ -260,12 +304,13 @@ def _record_path(target: Path) -> Path:
 
 
 def verify(target: Path) -> bool:
-    """Whether ``target`` exists and matches the record written when it was built (size, SHA-256)."""
+    """Whether ``target`` exists, matches the record written when it was built (size, SHA-256), and was built
+    on this machine's CPU (the record's ``cpu`` is ``cpu_identity()``)."""
     try:
         record = json.loads(_record_path(target).read_text())
         info = target.stat()
         return (isinstance(record, dict) and stat.S_ISREG(info.st_mode) and record.get("size") == info.st_size
-                and record.get("sha256") == _sha256(target))
+                and record.get("cpu") == cpu_identity() and record.get("sha256") == _sha256(target))
     except (OSError, ValueError):
         return False
 
@@ -353,7 +398,7 @@ def build(sources: Sequence[Path] | None = None, flags: Sequence[str] = FLAGS, s
             raise NativeBuildError(f"the C compiler {compiler!r} produced no working {suffix} ({error}); "
                                    f"{INSTALL_HINT}") from None
         record = {"size": partial.stat().st_size, "sha256": _sha256(partial), "compiler": os.path.realpath(compiler),
-                  "version": compiler_version(compiler).splitlines()[:1], "flags": list(flags),
+                  "version": compiler_version(compiler).splitlines()[:1], "flags": list(flags), "cpu": cpu_identity(),
                   "sources": {s.name: hashlib.sha256(t.encode()).hexdigest() for s, t in zip(sources, texts)}}
         staged_record = Path(scratch) / "record.json"
         staged_record.write_text(json.dumps(record, indent=1))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import platform
 import stat
 import subprocess
 import sys
@@ -84,6 +85,86 @@ def test_builds_are_cached_by_source_compiler_and_flags(tmp_path, cache):
     assert native_build.build_key(["x"], compiler, FLAGS) != native_build.build_key(["x"], compiler, FLAGS + ("-g",))
     assert all(p.parent == cache for p in (first, changed))
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700  # created private
+
+
+CPU_A = {"model": "Example CPU with AVX-512", "flags": "fpu sse2 avx2 avx512f"}
+CPU_B = {"model": "Example older CPU", "flags": "fpu sse2"}
+
+
+def logging_compiler(tmp_path):
+    """A $CC that runs the real compiler and logs every compile (not ``--version``) to a file."""
+    log = tmp_path / "compiles.log"
+    wrapper = tmp_path / "logged-cc"
+    wrapper.write_text(f'#!/bin/sh\n[ "$1" = --version ] || echo "$@" >> "{log}"\n'
+                       f'exec "{native_build.find_compiler()}" "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper, log
+
+
+def compiles(log):
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+@needs_cc
+def test_a_build_from_another_cpu_is_rebuilt_not_loaded(tmp_path, cache, monkeypatch):
+    """-march=native code from a newer CPU dies with SIGILL on an older one: a cache shared between
+    machines (a home directory on a cluster) keeps one build per CPU and loads only its own CPU's."""
+    wrapper, log = logging_compiler(tmp_path)
+    monkeypatch.setenv("CC", str(wrapper))
+    source = tiny(tmp_path)
+    monkeypatch.setattr(native_build, "cpu_identity", lambda: dict(CPU_A))
+    built_on_a = build_tiny(source)
+    assert compiles(log) == 1 and build_tiny(source) == built_on_a and compiles(log) == 1  # cached on A
+    record_a = json.loads(built_on_a.with_name(built_on_a.name + ".json").read_text())
+    assert record_a["cpu"] == CPU_A
+
+    monkeypatch.setattr(native_build, "cpu_identity", lambda: dict(CPU_B))  # the same cache, seen from B
+    assert not native_build.verify(built_on_a)  # A's record is not B's: never loaded on B
+    built_on_b = build_tiny(source)
+    assert built_on_b != built_on_a and compiles(log) == 2  # compiled for B, beside A's
+    assert json.loads(built_on_b.with_name(built_on_b.name + ".json").read_text())["cpu"] == CPU_B
+    assert native_build.build_key(["x"], str(wrapper), FLAGS) != _key_on(CPU_A, monkeypatch, wrapper)
+
+    # A record that names another CPU at this very path (copied by hand, or written by an older synthenv
+    # without a "cpu" field) is not trusted either: the file is rebuilt, not loaded.
+    record_path = built_on_b.with_name(built_on_b.name + ".json")
+    for record_cpu in (CPU_A, None):
+        record = json.loads(record_path.read_text())
+        record["cpu"] = record_cpu
+        record_path.write_text(json.dumps(record))
+        before = compiles(log)
+        assert not native_build.verify(built_on_b)
+        assert build_tiny(source) == built_on_b and compiles(log) == before + 1
+        assert json.loads(record_path.read_text())["cpu"] == CPU_B and native_build.verify(built_on_b)
+    monkeypatch.setattr(native_build, "cpu_identity", lambda: dict(CPU_A))  # back on A: A's build still loads
+    assert build_tiny(source) == built_on_a and compiles(log) == 4
+
+
+def _key_on(cpu, monkeypatch, compiler):
+    with monkeypatch.context() as patch:
+        patch.setattr(native_build, "cpu_identity", lambda: dict(cpu))
+        return native_build.build_key(["x"], str(compiler), FLAGS)
+
+
+def test_cpu_identity_reads_the_first_processor_of_proc_cpuinfo(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Example CPU 9000\nflags\t\t: fpu  sse2 avx2\n\n"
+                       "processor\t: 1\nmodel name\t: Another core\nflags\t\t: fpu\n")
+    assert native_build.cpu_identity(cpuinfo) == {"model": "Example CPU 9000", "flags": "fpu sse2 avx2"}
+    arm = tmp_path / "cpuinfo-arm"
+    arm.write_text("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd aes\nCPU part\t: 0xd0c\n")
+    fallback = platform.processor() or platform.machine()
+    assert native_build.cpu_identity(arm) == {"model": fallback, "flags": "fp asimd aes"}
+    assert native_build.cpu_identity(tmp_path / "missing") == {"model": fallback, "flags": ""}  # not Linux
+
+
+@pytest.mark.skipif(not native_build.CPUINFO.is_file(), reason="no /proc/cpuinfo (not Linux)")
+def test_cpu_identity_is_this_machines_cpu():
+    lines = native_build.CPUINFO.read_text().splitlines()
+    first = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines[:lines.index("")])}
+    cpu = native_build.cpu_identity()
+    assert cpu["model"] == (first.get("model name") or platform.processor() or platform.machine())
+    assert cpu["flags"].split() == (first.get("flags") or first.get("Features") or "").split()
 
 
 def _corrupt(kind, path, tmp_path):
