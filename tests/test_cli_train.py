@@ -11,7 +11,6 @@ import pytest
 
 from synthenv import agents
 from synthenv.cli import main
-from synthenv.cli.table import parse_algo
 from synthenv.cli.train import TrainCommand, command_type
 
 ALGOS = agents.names()
@@ -133,32 +132,6 @@ def test_one_set_of_defaults_and_one_name_per_concept():
     for algo in ALGOS:
         names = {f.name for f in dataclasses.fields(agents.default_config(algo))}
         assert not names & {"ent_coef", "queue_coef", "population", "lr"}, algo  # entropy_coef, queue_weight...
-
-
-def test_table_writes_markdown_and_json_and_reuses_cells(tmp_path, capsys):
-    out = str(tmp_path / "table")
-    argv = ["table", "--tasks", "reverse-tune", "print-hello", "--algos", "random", "mutation:batch_size=8,elite=2",
-            "--seeds", "2", "--npe", "64", "--max-len", "6", "--out", out]
-    assert main(argv) == 0
-    document = json.loads(Path(out + ".json").read_text())
-    assert len(document["cells"]) == 4 and all(c["runs"] == 2 for c in document["cells"])
-    markdown = Path(out + ".md").read_text()
-    assert markdown.splitlines()[0] == "| task | random | mutation:batch_size=8,elite=2 |"
-    assert "| reverse-tune | " in markdown and "programs/s" in markdown and "tasks solved" in markdown
-    capsys.readouterr()
-    assert main(argv) == 0  # every cell is reused: nothing is trained again
-    assert "solved," not in capsys.readouterr().out.split("| task |")[0]
-
-
-def test_algorithm_specs_change_config_fields_and_refuse_unknown_ones():
-    assert parse_algo("ppo:policy_fraction=0,restarts=False")[1].restarts is False
-    assert parse_algo("mutation:elite=3")[1].elite == 3
-    with pytest.raises(ValueError, match="field=value with a field of MutationConfig"):
-        parse_algo("mutation:elit=3")
-    with pytest.raises(ValueError, match="restarts takes True or False"):
-        parse_algo("ppo:restarts=maybe")
-    with pytest.raises(ValueError, match="Did you mean 'ppo'"):
-        parse_algo("ppp")
 
 
 def test_the_quick_start_default_solves_its_task(tmp_path, capsys):

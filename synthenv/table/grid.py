@@ -1,0 +1,207 @@
+"""The table's grid: its cells (tasks x algorithm specs) at one budget, resumed from JSON, farmed over ranks.
+
+The JSON document (``{out}.json``) holds the budget's fields at its top level, ``tasks`` and ``algos`` in
+table order and ``cells``, each a ``synthenv.table.report.summarize_cell`` summary with its per-seed results.
+A table reuses the cells of a document with the same budget, whichever version wrote it (each summary is
+computed again from its per-seed results), and refuses to overwrite a document of another budget.
+
+A cell is trained by a *cell runner*, ``(task, algorithm spec) -> cell``; ``train_cell`` is the one the
+command uses, and any other (a test's) fills the grid the same way.
+
+>>> grid = Grid(cell_keys(["print-hello"], ["random", "ga"]), Budget(npe=64, seconds=None, seeds=2, max_len=6,
+...             backend="traditional", engine="auto", device="cpu"), out="runs/example")
+>>> grid.todo()
+[('print-hello', 'random'), ('print-hello', 'ga')]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from synthenv import agents, tasks
+from synthenv.agents.specs import parse_algo
+from synthenv.checks import require_positive_int, require_writable
+from synthenv.distributed import Team
+from synthenv.errors import UserError
+from synthenv.table.plot import write_plot
+from synthenv.table.report import cell_hardware, cell_line, render_markdown, summarize_cell
+
+Key = tuple[str, str]
+"""A cell's (task, algorithm spec)."""
+CellRunner = Callable[[str, str], dict]
+"""Computes one cell: (task, algorithm spec) -> its summary (``summarize_cell``)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What makes two tables' cells comparable: a resumed table reuses only the cells of the same budget."""
+
+    npe: int
+    """Programs executed per run."""
+    seconds: float | None
+    """Wall-clock seconds per cell (its K seeds together); None: no time limit."""
+    seeds: int
+    """K, runs per cell (seeds 0 .. K-1)."""
+    max_len: int
+    backend: str
+    engine: str
+    device: str
+
+    def __post_init__(self):
+        require_positive_int("seeds", self.seeds)
+
+
+def expand_tasks(specs: Sequence[str]) -> list[str]:
+    """Task names and task files in order, ``paper`` expanded to the 26 paper tasks; each one checked.
+
+    >>> len(expand_tasks(["paper"])), expand_tasks(["add", "reverse-tune"])
+    (26, ['add', 'reverse-tune'])
+    """
+    names = [name for spec in specs for name in (tasks.names("paper") if spec == "paper" else [spec])]
+    for name in names:
+        tasks.from_spec(name)
+    return names
+
+
+def cell_keys(task_specs: Sequence[str], algos: Sequence[str]) -> list[Key]:
+    """Every (task, algorithm spec) cell in table order (row by row); checks every task and spec first."""
+    for spec in algos:
+        parse_algo(spec)
+    return [(task, algo) for task in expand_tasks(task_specs) for algo in algos]
+
+
+def load_cells(path: Path, budget: Budget) -> dict[Key, dict]:
+    """The cells an earlier run of the same table left in ``path``, keyed by (task, algo).
+
+    Each summary is computed again from its per-seed results (so a table written by an older version reads
+    the same); a cell whose results lack a field is left out, to be run again.
+
+    Raises:
+        UserError: ``path`` is not a table's JSON, or holds a table of another budget (its cells would not
+            be comparable, and running this table would overwrite them): the message names the fields
+            that differ and the fix.
+    """
+    try:
+        document = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UserError(f"{str(path)!r} is not a table's JSON ({error}); give another --out, or --fresh to "
+                        "replace it") from None
+    differences = [f"{key} {document.get(key)!r} in the file, {value!r} now"
+                   for key, value in dataclasses.asdict(budget).items() if document.get(key) != value]
+    if differences:
+        raise UserError(f"{str(path)!r} holds a table of another budget ({'; '.join(differences)}): give the "
+                        "options it was made with to resume or redraw it, --fresh to replace it, or another --out")
+    names = [f.name for f in dataclasses.fields(agents.RunResult)]
+    cells, unreadable = {}, 0
+    for cell in document.get("cells", []):
+        if "results" in cell:
+            if not all(name in r for r in cell["results"] for name in names):
+                unreadable += 1
+                continue
+            results = [agents.RunResult(**{name: r[name] for name in names}) for r in cell["results"]]
+            cell = summarize_cell(cell["task"], cell["algo"], results, cell["wall_s"], cell.get("hardware"))
+        cells[(cell["task"], cell["algo"])] = cell
+    if unreadable:
+        print(f"{path}: {unreadable} cell(s) lack fields of the per-seed results ({', '.join(names)}); "
+              "they run again", flush=True)
+    return cells
+
+
+def train_cell(task: str, spec: str, budget: Budget, log_dir: str | None = None, progress: bool = False) -> dict:
+    """One cell: the K seeds of ``spec`` on ``task`` trained as one batched job on ``budget.device``."""
+    algo, config = parse_algo(spec)
+    start = time.perf_counter()
+    results = agents.train(agents.TrainConfig(
+        task=task, algo=algo, npe=budget.npe, seconds=budget.seconds, seeds=tuple(range(budget.seeds)),
+        algo_config=config, backend=budget.backend, engine=budget.engine, device=budget.device,
+        max_len=budget.max_len, log_dir=log_dir, progress=progress))
+    return summarize_cell(task, spec, results, time.perf_counter() - start, cell_hardware(budget.device))
+
+
+class Grid:
+    """A table being filled: its cells in order, its budget, the cells done so far and the files it writes
+    (``{out}.json``, kept up to date after every cell, ``{out}.md`` and the picture ``plot``, a PNG)."""
+
+    def __init__(self, keys: Sequence[Key], budget: Budget, out: str, plot: str | None = None):
+        if plot is not None and not str(plot).lower().endswith(".png"):
+            raise ValueError(f"--plot {plot!r}: the picture is a PNG; give a path ending in .png")
+        self.keys, self.budget, self.plot = list(keys), budget, plot
+        self.json_path, self.markdown_path = Path(out + ".json"), Path(out + ".md")
+        self.cells: dict[Key, dict] = {}
+
+    def check_outputs(self) -> None:
+        """Raise ``UserError`` now, before any cell runs, if an output cannot be written."""
+        require_writable(self.json_path, "--out")
+        if self.plot is not None:
+            require_writable(self.plot, "--plot")
+
+    def resume(self) -> None:
+        """Take the cells an earlier run of this table left in its JSON (``load_cells``)."""
+        if self.json_path.exists():
+            self.cells.update(load_cells(self.json_path, self.budget))
+
+    def todo(self) -> list[Key]:
+        """The cells not done yet, in table order."""
+        return [key for key in self.keys if key not in self.cells]
+
+    def keep(self, cell: dict) -> None:
+        """Record a finished cell: print its line, rewrite the JSON (what a resumed table reuses)."""
+        self.cells[(cell["task"], cell["algo"])] = cell
+        print(cell_line(cell), flush=True)
+        self.json_path.write_text(json.dumps(self.document(), indent=2))
+
+    def document(self) -> dict:
+        """The table as JSON data: the budget, tasks and algorithms in order, the cells done."""
+        return {**dataclasses.asdict(self.budget), "tasks": list(dict.fromkeys(task for task, _ in self.keys)),
+                "algos": list(dict.fromkeys(algo for _, algo in self.keys)),
+                "cells": [self.cells[key] for key in self.keys if key in self.cells]}
+
+    def write(self) -> str:
+        """Write the JSON, the markdown and the picture (if asked for); returns the markdown."""
+        document = self.document()
+        markdown = render_markdown(document)
+        self.json_path.write_text(json.dumps(document, indent=2))
+        self.markdown_path.write_text(markdown)
+        if self.plot is not None:
+            write_plot(document, self.plot)
+        return markdown
+
+
+def fill(grid: Grid, run_cell: CellRunner, team: Team | None = None, resume: bool = True) -> None:
+    """Compute every cell ``grid`` lacks, in this process or over the ranks of ``team``.
+
+    The process that writes (the only one, or rank 0) checks the outputs and, with ``resume``, takes the
+    cells already in the grid's JSON first. Under ``team`` every rank takes the next cell left to do from
+    a shared counter (greedy) and posts its result; rank 0 keeps each result as it comes (between its own
+    cells) and ends with them all, the other ranks' grids stay empty. Cells are seeded per seed, so a cell
+    does not depend on the rank that computed it.
+    """
+    if team is None or team.is_main:
+        grid.check_outputs()
+        if resume:
+            grid.resume()
+    if team is None:
+        for task, algo in grid.todo():
+            grid.keep(run_cell(task, algo))
+        return
+    todo = team.broadcast(grid.todo() if team.is_main else None)
+    waiting = list(range(len(todo)))  # rank 0: cells not yet kept
+
+    def gather(wait: bool) -> None:
+        for index in list(waiting):
+            cell = team.collect(f"cell/{index}", wait=wait)
+            if cell is not None:
+                grid.keep(cell)
+                waiting.remove(index)
+
+    while (index := team.claim("cells")) < len(todo):
+        team.post(f"cell/{index}", run_cell(*todo[index]))
+        if team.is_main:
+            gather(wait=False)
+    if team.is_main:
+        gather(wait=True)
