@@ -112,10 +112,14 @@ _DTYPES = {"reward": torch.float32, "case_passed": torch.int8, "case_status": to
 """The dtypes of the program-mode observation fields the C path reads (``synthenv.env.program_mode``)."""
 
 
+LIBRARY = native_build.register(__name__, ["feedback.c"], beside=__file__, exports=("synthenv_feedback_features",))
+"""``features`` in C (``agents/feedback.c``)."""
+
+
 @functools.lru_cache(maxsize=1)
 def _library():
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-    return native_build.bind("synthenv_feedback_features", [i64, i64, i64, i64, i64, *[p] * 9, i64, p, i32], None)
+    return LIBRARY.bind("synthenv_feedback_features", [i64, i64, i64, i64, i64, *[p] * 9, i64, p, i32], None)
 
 
 def _native(obs: dict[str, torch.Tensor], expected: torch.Tensor):
@@ -123,7 +127,7 @@ def _native(obs: dict[str, torch.Tensor], expected: torch.Tensor):
     tensors = [obs[name] for name in _DTYPES] + [expected]
     if any(t.device.type != "cpu" for t in tensors) or any(obs[n].dtype != d for n, d in _DTYPES.items()):
         return None
-    if obs["outputs"].shape[-1] < expected.shape[-1] or not native_build.is_available():
+    if obs["outputs"].shape[-1] < expected.shape[-1] or not LIBRARY.is_available():
         return None
     return _library()
 

@@ -354,20 +354,26 @@ MAX_NATIVE_EDITS = 64
 """``variation.c`` handles at most this many edits per program (more fall back to torch)."""
 
 
+LIBRARY = native_build.register(__name__, ["variation.c"], beside=__file__, exports=(
+    "synthenv_apply_edits", "synthenv_splice", "synthenv_row_hashes", "synthenv_program_lengths",
+    "synthenv_top_unique"))
+"""The C operators (``agents/variation.c``)."""
+
+
 @functools.lru_cache(maxsize=1)
 def _library() -> SimpleNamespace:
-    """The C operators of synthenv's native library (``agents/variation.c``), bound once."""
+    """The C operators of this module's native library (``LIBRARY``), bound once."""
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
     return SimpleNamespace(
-        apply_edits=native_build.bind("synthenv_apply_edits", [p, i64, i64, p, p, p, p, i64, p, i32]),
-        splice=native_build.bind("synthenv_splice", [p, p, p, i64, i64, p, i32], None),
-        row_hashes=native_build.bind("synthenv_row_hashes", [p, i64, i64, p, p, i32], None),
-        program_lengths=native_build.bind("synthenv_program_lengths", [p, i64, i64, p, i32], None),
-        top_unique=native_build.bind("synthenv_top_unique", [p, p, p, i64, i64, i64, p, p, p, i32]))
+        apply_edits=LIBRARY.bind("synthenv_apply_edits", [p, i64, i64, p, p, p, p, i64, p, i32]),
+        splice=LIBRARY.bind("synthenv_splice", [p, p, p, i64, i64, p, i32], None),
+        row_hashes=LIBRARY.bind("synthenv_row_hashes", [p, i64, i64, p, p, i32], None),
+        program_lengths=LIBRARY.bind("synthenv_program_lengths", [p, i64, i64, p, i32], None),
+        top_unique=LIBRARY.bind("synthenv_top_unique", [p, p, p, i64, i64, i64, p, p, p, i32]))
 
 
 def _native(*tensors: torch.Tensor) -> SimpleNamespace | None:
     """The C operators when every tensor is on the CPU and the native library is available, else None."""
-    if any(t.device.type != "cpu" for t in tensors) or not native_build.is_available():
+    if any(t.device.type != "cpu" for t in tensors) or not LIBRARY.is_available():
         return None
     return _library()

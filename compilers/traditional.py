@@ -213,6 +213,11 @@ def emit(
                    alive.sum(1).to(torch.int32))
 
 
+LIBRARY = native_build.register(__name__, ["traditional.c"], beside=__file__,
+                                exports=("synthenv_compile", "synthenv_canonical_programs"))
+"""The passes in C (``traditional.c``) and ``canonical_programs`` for int64 CPU rows."""
+
+
 def compile_native(tokens: torch.Tensor, num_threads: int = 0) -> Program:
     """The passes above in C (``traditional.c``), one program per thread: the same IR, bit for bit.
 
@@ -243,7 +248,7 @@ def compile_native(tokens: torch.Tensor, num_threads: int = 0) -> Program:
 @functools.lru_cache(maxsize=1)
 def _native_compile():
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-    return native_build.bind("synthenv_compile", [p, i64, i64, p, p, p, p, i32])
+    return LIBRARY.bind("synthenv_compile", [p, i64, i64, p, p, p, p, i32])
 
 
 IMPLEMENTATIONS = ("auto", "torch", "native")
@@ -286,7 +291,7 @@ class TraditionalCompiler:
         if tokens.dim() != 2:
             raise ValueError(f"tokens must have shape [N, L], got {tuple(tokens.shape)}")
         if self.impl == "native" or (self.impl == "auto" and self.fold and self.counted_loops
-                                     and tokens.device.type == "cpu" and native_build.is_available()):
+                                     and tokens.device.type == "cpu" and LIBRARY.is_available()):
             return compile_native(tokens)
         lexed = lex(tokens)
         classes, partner = match_brackets(lexed.classes)

@@ -17,6 +17,9 @@ from synthenv import native_build
 from synthenv.execution import Execution
 from synthenv.tasks import Task
 
+LIBRARY = native_build.register(__name__, ["naive.c"], beside=__file__, exports=("synthenv_naive",))
+"""The naive interpreter (``naive.c``)."""
+
 
 def run_naive(tokens: torch.Tensor, task: Task, num_outputs: int | None = None, num_threads: int = 0,
               early_abort: bool = True) -> Execution:
@@ -58,4 +61,4 @@ def run_naive(tokens: torch.Tensor, task: Task, num_outputs: int | None = None, 
 @functools.lru_cache(maxsize=1)
 def _native_naive():
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-    return native_build.bind("synthenv_naive", [p, i64, i64, p, p, i64, i64, i32, i32, i32, i32, p, p, p, p, i64, i32])
+    return LIBRARY.bind("synthenv_naive", [p, i64, i64, p, p, i64, i64, i32, i32, i32, i32, p, p, p, p, i64, i32])

@@ -2,15 +2,24 @@
 
 synthenv's C code sits beside the Python module it serves: the VM (``engines/vm.h``, shared
 by the OpenMP entry point ``engines/native.c`` and the CUDA one ``engines/cuda.cu``), the
-traditional compiler's passes (``compilers/traditional.c``), the scorer (``scoring.c``) and the
-benchmark's naive interpreter (``naive.c``). The enums and lookup tables they share with
-Python are generated from the Python sources into ``tables.h`` (``tables_header``; a test
-fails when the file is stale), never retyped by hand.
+traditional compiler's passes (``compilers/traditional.c``), the scorer (``scoring.c``), the
+benchmark's naive interpreter (``naive.c``) and the agents' operators (``agents/variation.c``,
+``agents/feedback.c``). The enums and lookup tables they share with Python are generated from
+the Python sources into ``tables.h`` (``synthenv/shared_tables.py``; a test fails when the file
+is stale), never retyped by hand.
 
-This module compiles them into one shared library at first use with the system C compiler
-(``$CC``, else ``cc``, ``gcc`` or ``clang``), caches it on disk and loads it with ctypes.
-A cached build is trusted only after checks, so a damaged cache costs a rebuild, never a
-crash (SIGBUS/SIGSEGV) or wrong advice:
+Each module that owns C code declares its own library here, by name, with its sources and
+the symbols they export, and binds its functions through it; this module never imports
+the packages it builds for, and what a library contains never depends on what was imported
+before it::
+
+    LIBRARY = native_build.register(__name__, ["scoring.c"], beside=__file__, exports=("synthenv_score",))
+    score = LIBRARY.bind("synthenv_score", [ctypes.c_void_p, ...], None)  # built and loaded at first use
+    if LIBRARY.is_available(): ...                                         # else the torch code
+
+A library is compiled at first use with the system C compiler (``$CC``, else ``cc``, ``gcc``
+or ``clang``), cached on disk and loaded with ctypes. A cached build is trusted only after
+checks, so a damaged cache costs a rebuild, never a crash (SIGBUS/SIGSEGV) or wrong advice:
 
 - The cache directory (``$SYNTHENV_CACHE_DIR``, else ``$XDG_CACHE_HOME/synthenv`` or
   ``~/.cache/synthenv``) is created with mode 0700; a world-writable one is refused, an
@@ -48,40 +57,17 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+from synthenv.registry import UnknownNameError, unknown_name_message
 
 PACKAGE = Path(__file__).resolve().parent
 """The ``synthenv`` package folder."""
 INCLUDE_DIRS = (PACKAGE, PACKAGE / "engines")
 """Where ``#include "x.h"`` is looked up after the including file's own folder."""
-TABLES_HEADER = PACKAGE / "tables.h"
-"""Enums and lookup tables shared by C, CUDA and Python (generated, see ``tables_header``)."""
-
-
-def _compilers_dir() -> Path:
-    from synthenv import compilers  # the ``compilers/`` folder (installed as synthenv.compilers)
-
-    return Path(compilers.__file__).resolve().parent
-
-
-def _agents_dir() -> Path:
-    from synthenv import agents  # the ``agents/`` folder (installed as synthenv.agents)
-
-    return Path(agents.__file__).resolve().parent
-
-
-def library_sources() -> tuple[Path, ...]:
-    """The C files of synthenv's shared library, one per job."""
-    return (PACKAGE / "engines" / "native.c", _compilers_dir() / "traditional.c", PACKAGE / "scoring.c",
-            PACKAGE / "naive.c", _agents_dir() / "variation.c", _agents_dir() / "feedback.c")
-
-
-EXPORTS = ("synthenv_run", "synthenv_loop_iterations", "synthenv_compile", "synthenv_score", "synthenv_naive",
-           "synthenv_apply_edits", "synthenv_splice", "synthenv_row_hashes", "synthenv_program_lengths",
-           "synthenv_feedback_features", "synthenv_top_unique")
-"""Symbols the shared library must export (checked before a build is cached or loaded)."""
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11")
-"""Flags of the shared library (``-march=native``: the CPU is part of the cache key, see ``cpu_identity``)."""
+"""Flags of the shared libraries (``-march=native``: the CPU is part of the cache key, see ``cpu_identity``)."""
 CPUINFO = Path("/proc/cpuinfo")
 """Where Linux describes the CPU (``cpu_identity``)."""
 INSTALL_HINT = "install a C compiler with OpenMP (e.g. `apt-get install gcc`) or point $CC at one"
@@ -94,58 +80,6 @@ class NativeBuildError(RuntimeError):
 
 class NativeCacheError(NativeBuildError):
     """The build cache directory cannot be used safely (the message names it and the fix)."""
-
-
-# ---- the shared tables -------------------------------------------------------------------------
-
-
-def tables_header() -> str:
-    """The text of ``tables.h``, generated from the Python enums and tables.
-
-    Op codes (``synthenv.ir.Op``), statuses (``synthenv.language.Status``), token ids
-    (``synthenv.language``), and the traditional compiler's token classes and lexing tables
-    (``compilers/traditional.py``). ``write_tables_header()`` rewrites the file.
-    """
-    from synthenv import language
-    from synthenv.compilers import traditional
-    from synthenv.ir import Op
-
-    def enum(prefix: str, items) -> str:
-        return "enum { " + ", ".join(f"{prefix}{name} = {int(value)}" for name, value in items) + " };"
-
-    def table(name: str, values) -> str:
-        return f"static const signed char {name}[{len(values)}] = {{{', '.join(str(int(v)) for v in values)}}};"
-
-    tokens = [("EOS", language.EOS), ("RIGHT", language.RIGHT), ("LEFT", language.LEFT), ("INC", language.INC),
-              ("DEC", language.DEC), ("OPEN", language.OPEN), ("CLOSE", language.CLOSE), ("OUT", language.OUTPUT),
-              ("IN", language.INPUT)]
-    classes = [(name, getattr(traditional, name)) for name in traditional.CLASS_NAMES]
-    io = [int(c in (traditional.OUT, traditional.IN)) for c in traditional.TOKEN_CLASS]
-    lines = [
-        "/* Generated from the Python sources by synthenv.native_build.tables_header(); do not edit.",
-        " * Regenerate with synthenv.native_build.write_tables_header(); tests/test_native_build.py fails when",
-        " * this file and the Python enums or tables differ. */",
-        "#ifndef SYNTHENV_TABLES_H",
-        "#define SYNTHENV_TABLES_H",
-        "/* synthenv.ir.Op */",
-        enum("OP_", [(op.name, op.value) for op in Op]),
-        "/* synthenv.language.Status */",
-        enum("ST_", [(status.name, status.value) for status in language.Status]),
-        "/* synthenv.language token ids */",
-        enum("T_", tokens),
-        "#ifdef SYNTHENV_LEX_TABLES",
-        "/* compilers/traditional.py: token classes and the lexing tables (indexed by token id) */",
-        enum("C_", classes),
-        table("syn_token_class", traditional.TOKEN_CLASS),
-        table("syn_move_delta", traditional.MOVE_DELTA),
-        table("syn_add_delta", traditional.ADD_DELTA),
-        table("syn_token_io", io),
-        table("syn_class_op", [int(traditional.CLASS_TO_OP[c]) for c in range(len(classes))]),
-        "#endif /* SYNTHENV_LEX_TABLES */",
-        "#endif /* SYNTHENV_TABLES_H */",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 # ---- sources -----------------------------------------------------------------------------------
@@ -315,7 +249,7 @@ def verify(target: Path) -> bool:
         return False
 
 
-def load_library(path: Path, exports: Sequence[str] = EXPORTS) -> ctypes.CDLL:
+def load_library(path: Path, exports: Sequence[str]) -> ctypes.CDLL:
     """``ctypes.CDLL(path)`` after checking that it exports every name in ``exports``.
 
     Raises:
@@ -336,7 +270,7 @@ _PROBE = ("import ctypes, sys\nlib = ctypes.CDLL(sys.argv[1])\n"
           "sys.exit(f'lacks the symbols {missing}' if missing else 0)\n")
 
 
-def check_library(path: Path, exports: Sequence[str] = EXPORTS) -> None:
+def check_library(path: Path, exports: Sequence[str]) -> None:
     """Check in a child process that ``path`` loads and exports every name in ``exports``.
 
     A child, so that a bad file can crash nothing here, and so that this process never maps a
@@ -357,8 +291,8 @@ def _check_executable(path: Path) -> None:
         raise NativeBuildError(f"{path} is not an executable ({path.stat().st_size} bytes)")
 
 
-def build(sources: Sequence[Path] | None = None, flags: Sequence[str] = FLAGS, suffix: str = ".so",
-          compiler: str | None = None, exports: Sequence[str] = EXPORTS, name: str = "synthenv") -> Path:
+def build(sources: Sequence[Path], flags: Sequence[str] = FLAGS, suffix: str = ".so", compiler: str | None = None,
+          exports: Sequence[str] = (), name: str = "synthenv") -> Path:
     """Compile ``sources`` with ``flags`` unless a verified build with the same key is cached; return its path.
 
     ``suffix`` ``.so`` builds a shared library (checked to load and export ``exports``);
@@ -369,7 +303,7 @@ def build(sources: Sequence[Path] | None = None, flags: Sequence[str] = FLAGS, s
         NativeBuildError: no compiler, the compiler failed (its message is included), or it
             produced something that is not a working library.
     """
-    sources = tuple(Path(s) for s in (sources if sources is not None else library_sources()))
+    sources = tuple(Path(s) for s in sources)
     compiler = compiler or find_compiler()
     if compiler is None:
         raise NativeBuildError(f"synthenv's native code needs a C compiler and found none; {INSTALL_HINT}")
@@ -407,62 +341,179 @@ def build(sources: Sequence[Path] | None = None, flags: Sequence[str] = FLAGS, s
     return target
 
 
-# ---- the loaded library ------------------------------------------------------------------------
+# ---- libraries: each module that owns C code declares one ---------------------------------------
 
 
-@functools.lru_cache(maxsize=1)
-def library() -> ctypes.CDLL:
-    """synthenv's shared library, built (or taken from the verified cache) and loaded once per process."""
-    path = build()
-    try:
-        return load_library(path)
-    except NativeBuildError as error:
-        raise NativeBuildError(f"could not load synthenv's native library: {error}") from None
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def bind(name: str, argtypes: Sequence, restype=ctypes.c_int):
-    """The library function ``name`` with its ctypes signature set."""
-    function = getattr(library(), name)
-    function.argtypes = list(argtypes)
-    function.restype = restype
-    return function
+@dataclass(frozen=True)
+class Library:
+    """A shared library of synthenv's: its C sources, the symbols they export, its flags.
 
+    Declared with ``register`` by the module it serves; built (or taken from the verified cache)
+    and loaded once per process, at first use. Its cached file is ``<name>-<key>.so``.
 
-_state: dict[str, object] = {"warned": False, "error": None}
-
-
-@functools.lru_cache(maxsize=1)
-def is_available() -> bool:
-    """Whether the native library builds and loads here.
-
-    When the cache directory is the problem (a compiler is there, so "install one" would be
-    the wrong advice), warns once, in one line naming the fix; callers then use the torch code.
+    Attributes:
+        name: a unique name, by convention the declaring module's (``"synthenv.scoring"``).
+        sources: its C files (``#include "x.h"`` is inlined by ``expand_source``).
+        exports: the symbols it must export (checked before a build is cached and before it is
+            loaded); ``bind`` binds only these.
+        flags: compiler flags.
     """
-    try:
-        library()
-    except NativeBuildError as error:
-        _state["error"] = error
-        if isinstance(error, NativeCacheError) and not _state["warned"]:
-            _state["warned"] = True
-            warnings.warn(f"synthenv: native code unavailable, using the torch engine and scorer: {error}",
-                          RuntimeWarning, stacklevel=2)
-        return False
-    _state["error"] = None
-    return True
+
+    name: str
+    sources: tuple[Path, ...]
+    exports: tuple[str, ...]
+    flags: tuple[str, ...] = FLAGS
+
+    def path(self) -> Path:
+        """The verified build's path, compiling it first if the cache has none (see ``build``)."""
+        return build(self.sources, self.flags, exports=self.exports, name=self.name)
+
+    def load(self) -> ctypes.CDLL:
+        """The loaded library (built and loaded once per process).
+
+        Raises:
+            NativeBuildError: no compiler, a failed compile, or a file that does not load.
+            NativeCacheError: the cache directory is unusable.
+        """
+        if self.name not in _loaded:
+            path = self.path()
+            try:
+                _loaded[self.name] = load_library(path, self.exports)
+            except NativeBuildError as error:
+                raise NativeBuildError(f"could not load synthenv's native library {self.name!r}: {error}") from None
+        return _loaded[self.name]
+
+    def bind(self, symbol: str, argtypes: Sequence, restype=ctypes.c_int):
+        """The function ``symbol`` (one of ``exports``) with its ctypes signature set; loads the library."""
+        if symbol not in self.exports:
+            raise ValueError(f"library {self.name!r} does not declare {symbol!r}; it exports {list(self.exports)} "
+                             "(add the symbol to its register(..., exports=...) call)")
+        function = getattr(self.load(), symbol)
+        function.argtypes = list(argtypes)
+        function.restype = restype
+        return function
+
+    def is_available(self) -> bool:
+        """Whether this library builds and loads here (asked once per process; ``reset`` forgets).
+
+        When the cache directory is the problem (a compiler is there, so "install one" would be
+        the wrong advice), warns once per process, in one line naming the fix; callers then use
+        the torch code.
+        """
+        if self.name not in _available:
+            try:
+                self.load()
+            except NativeBuildError as error:
+                _errors[self.name] = error
+                if isinstance(error, NativeCacheError) and not _state["warned"]:
+                    _state["warned"] = True
+                    warnings.warn(f"synthenv: native code unavailable, using the torch engine and scorer: {error}",
+                                  RuntimeWarning, stacklevel=2)
+            _available[self.name] = self.name not in _errors
+        return _available[self.name]
+
+    def unavailable_reason(self) -> NativeBuildError | None:
+        """Why ``is_available()`` returned False (None if it was available or not yet asked)."""
+        return _errors.get(self.name)
+
+
+_libraries: dict[str, Library] = {}
+_loaded: dict[str, ctypes.CDLL] = {}
+_available: dict[str, bool] = {}
+_errors: dict[str, NativeBuildError] = {}
+_state = {"warned": False}  # the cache warning is given once per process, not once per library
+
+
+def register(name: str, sources: Sequence[Path | str], exports: Sequence[str], flags: Sequence[str] = FLAGS,
+             beside: Path | str | None = None) -> Library:
+    """Declare the library ``name`` (see ``Library``) and return it; nothing is built until it is used.
+
+    ``beside``: a file (the declaring module's ``__file__``) whose folder relative ``sources``
+    are in. Declaring the same library again (a module reloaded) returns the one registered;
+    another declaration under a registered name is an error.
+
+    >>> LIBRARY = register("synthenv.naive", ["naive.c"], beside=PACKAGE / "naive.py", exports=("synthenv_naive",))
+    >>> LIBRARY is get("synthenv.naive"), LIBRARY.sources[0].name
+    (True, 'naive.c')
+
+    Raises:
+        ValueError: a bad name, a missing source, no exports, a symbol another library exports, or
+            ``name`` declared otherwise.
+    """
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"a library name is letters, digits and '_.-' (it names the cached file), got {name!r}")
+    folder = Path(beside).resolve().parent if beside is not None else Path.cwd()
+    library = Library(name, tuple((folder / s).resolve() for s in sources), tuple(exports), tuple(flags))
+    missing = [str(s) for s in library.sources if not s.is_file()]
+    if not library.sources or missing:
+        raise ValueError(f"library {name!r} needs existing C sources, got {[str(s) for s in sources]} "
+                         f"(missing: {missing}; relative names are looked up beside {str(folder)!r})")
+    if not library.exports or len(set(library.exports)) != len(library.exports):
+        raise ValueError(f"library {name!r} must export distinct symbols, got {list(exports)}")
+    taken = {s: other.name for other in _libraries.values() if other.name != name for s in other.exports}
+    if set(library.exports) & set(taken):
+        clashes = {s: taken[s] for s in library.exports if s in taken}
+        raise ValueError(f"library {name!r} exports symbols that other libraries export: {clashes}; "
+                         "a C function belongs to one library")
+    known = _libraries.setdefault(name, library)
+    if known != library:
+        raise ValueError(f"library {name!r} is already registered with other sources, exports or flags "
+                         f"({known}); pick another name")
+    return known
+
+
+def get(name: str) -> Library:
+    """The library registered as ``name`` (an unknown name raises ``UnknownNameError``, with a hint)."""
+    if name not in _libraries:
+        raise UnknownNameError(unknown_name_message("native library", name, list(_libraries)))
+    return _libraries[name]
+
+
+def libraries() -> tuple[Library, ...]:
+    """The libraries registered so far, in registration order (``import synthenv`` registers the
+    engine's, the compiler's, the scorer's and the naive interpreter's; ``synthenv.agents`` its own)."""
+    return tuple(_libraries.values())
+
+
+def bind(symbol: str, argtypes: Sequence, restype=ctypes.c_int):
+    """The function ``symbol`` of whichever registered library exports it, with its signature set.
+
+    For code that does not hold the declaring module's ``Library``; prefer ``Library.bind``.
+
+    Raises:
+        UnknownNameError: no registered library exports ``symbol`` (is its module imported?).
+    """
+    for library in _libraries.values():
+        if symbol in library.exports:
+            return library.bind(symbol, argtypes, restype)
+    exported = sorted(s for library in _libraries.values() for s in library.exports)
+    raise UnknownNameError(unknown_name_message("native symbol", symbol, exported)
+                           + " Import the module that declares its library first.")
+
+
+def is_available() -> bool:
+    """Whether every library registered so far builds and loads here (see ``Library.is_available``).
+
+    For code that does not hold its ``Library``; a module that does asks its own.
+    """
+    return all(library.is_available() for library in _libraries.values())
 
 
 def unavailable_reason() -> NativeBuildError | None:
-    """Why ``is_available()`` last returned False (None if it was available or not yet asked)."""
-    return _state["error"]  # type: ignore[return-value]
+    """Why a registered library is unavailable (the first, in registration order), or None."""
+    return next((_errors[name] for name in _libraries if name in _errors), None)
 
 
 def reset() -> None:
-    """Forget the loaded library and availability (after changing ``$CC`` or the cache directory)."""
-    library.cache_clear()
-    is_available.cache_clear()
-    _state.update(warned=False, error=None)
+    """Forget loaded libraries and availability (after changing ``$CC`` or the cache directory).
 
-
-def write_tables_header() -> None:
-    """Rewrite ``tables.h`` from the Python sources (after changing an enum or lexing table)."""
-    TABLES_HEADER.write_text(tables_header())
+    Declarations stay; a library loaded before stays mapped in this process, but is loaded
+    again (from the new cache) by the next ``load``.
+    """
+    _loaded.clear()
+    _available.clear()
+    _errors.clear()
+    _state["warned"] = False

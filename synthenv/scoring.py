@@ -16,6 +16,8 @@ from synthenv.tasks import Task
 CORRECT_BONUS = 2.0
 LENGTH_BONUS = 1.0  # success-rate setting: always the full bonus
 FAILURE_REWARD = -2.0
+LIBRARY = native_build.register(__name__, ["scoring.c"], beside=__file__, exports=("synthenv_score",))
+"""The reward in C (``scoring.c``), for CPU tensors."""
 SCORERS = ("auto", "torch", "native")
 """Implementations of ``score_outputs`` (its ``impl``)."""
 
@@ -57,7 +59,7 @@ def score_outputs(execution: Execution, task: Task, impl: str = "auto") -> Score
     if impl not in SCORERS:
         raise ValueError(f"impl must be 'auto', 'torch' or 'native', got {impl!r}")
     on_cpu = execution.outputs.device.type == "cpu"
-    if impl == "native" or (impl == "auto" and on_cpu and native_build.is_available()):
+    if impl == "native" or (impl == "auto" and on_cpu and LIBRARY.is_available()):
         return _score_native(execution, task)
     return _score_torch(execution, task)
 
@@ -122,4 +124,4 @@ def _score_native(execution: Execution, task: Task, num_threads: int = 0) -> Sco
 @functools.lru_cache(maxsize=1)
 def _native_score():
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-    return native_build.bind("synthenv_score", [p, p, p, i64, i64, i64, p, p, i64, i32, p, p, p, p, p, i32], None)
+    return LIBRARY.bind("synthenv_score", [p, p, p, i64, i64, i64, p, p, i64, i32, p, p, p, p, p, i32], None)

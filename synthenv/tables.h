@@ -1,5 +1,5 @@
-/* Generated from the Python sources by synthenv.native_build.tables_header(); do not edit.
- * Regenerate with synthenv.native_build.write_tables_header(); tests/test_native_build.py fails when
+/* Generated from the Python sources by synthenv.shared_tables.tables_header(); do not edit.
+ * Regenerate with synthenv.shared_tables.write_tables_header(); tests/test_native_build.py fails when
  * this file and the Python enums or tables differ. */
 #ifndef SYNTHENV_TABLES_H
 #define SYNTHENV_TABLES_H

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 import torch
 
-from synthenv import engines
+from synthenv import engines, native_build
 from synthenv.cli import main
 from synthenv.engines.torch_engine import TorchEngine
 
@@ -28,6 +29,13 @@ def test_doctor_reports_the_machine_and_exactness(tmp_path, capsys):
     pipelines = {row["pipeline"]: row for row in data["exactness_cpu"]}
     assert pipelines["traditional(torch passes):torch"]["passed"] and pipelines["cpu:reference"]["cases"] > 0
     assert {"neural:native", "hybrid:native"} & set(pipelines) or {"neural:torch", "hybrid:torch"} <= set(pipelines)
+    native = data["machine"]["native"]  # one library per module that owns C code, each verified where it loads
+    assert set(native["libraries"]) >= {"synthenv.engines.native", "synthenv.compilers.traditional", "synthenv.scoring",
+                                        "synthenv.naive", "synthenv.agents.variation", "synthenv.agents.feedback"}
+    loaded = [entry for entry in native["libraries"].values() if entry["available"]]
+    assert all(native_build.verify(Path(entry["path"])) for entry in loaded)
+    assert f"{len(loaded)} of {len(native['libraries'])} load from {native['cache_dir']}" in out
+    assert native["cpu"] == native_build.cpu_identity()["model"] and f"(built for {native['cpu']})" in out
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")

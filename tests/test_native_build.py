@@ -1,5 +1,6 @@
-"""synthenv.native_build: the shared tables, include expansion, and a build cache that a damaged
-or hostile cache directory cannot turn into a crash or wrong advice (issue 11, item 2)."""
+"""synthenv.native_build: the shared tables, include expansion, the libraries each module declares, and a
+build cache that a damaged or hostile cache directory, or another machine's CPU, cannot turn into a crash or
+wrong advice."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import stat
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 import synthenv
-from synthenv import engines, native_build
+import synthenv.agents  # noqa: F401  (declares the agents' libraries)
+from synthenv import engines, native_build, shared_tables
 from synthenv.native_build import NativeBuildError, NativeCacheError
 
 needs_cc = pytest.mark.skipif(native_build.find_compiler() is None, reason="no C compiler")
@@ -24,15 +27,15 @@ FLAGS = ("-O0", "-fPIC", "-shared")
 
 def test_tables_header_is_generated_from_the_python_sources():
     """tables.h (op codes, statuses, token ids, lexing tables) equals what the Python enums give;
-    regenerate it with native_build.write_tables_header() after changing them."""
-    assert native_build.TABLES_HEADER.read_text() == native_build.tables_header()
+    regenerate it with shared_tables.write_tables_header() after changing them."""
+    assert shared_tables.TABLES_HEADER.read_text() == shared_tables.tables_header()
 
 
 def test_tables_header_tracks_the_python_enums(monkeypatch):
     from synthenv.compilers import traditional
 
     monkeypatch.setattr(traditional, "MOVE_DELTA", (0, 2, -1, 0, 0, 0, 0, 0, 0))
-    assert native_build.TABLES_HEADER.read_text() != native_build.tables_header()
+    assert shared_tables.TABLES_HEADER.read_text() != shared_tables.tables_header()
 
 
 def test_includes_are_inlined_with_line_markers(tmp_path):
@@ -47,9 +50,73 @@ def test_includes_are_inlined_with_line_markers(tmp_path):
         native_build.expand_source(tmp_path / "bad.c", include_dirs=())
 
 
-def test_every_library_source_expands():
-    for source in native_build.library_sources():
-        assert "#include \"" not in native_build.expand_source(source)
+OWNERS = {"synthenv.engines.native": ("engines/native.c",), "synthenv.compilers.traditional": ("traditional.c",),
+          "synthenv.scoring": ("scoring.c",), "synthenv.naive": ("naive.c",),
+          "synthenv.agents.variation": ("variation.c",), "synthenv.agents.feedback": ("feedback.c",)}
+"""Every module that owns C code, and the sources of the library it declares."""
+
+
+def test_every_module_with_c_code_declares_its_own_library():
+    libraries = {library.name: library for library in native_build.libraries()}
+    assert set(OWNERS) <= set(libraries)
+    for name, sources in OWNERS.items():
+        module = sys.modules[name]
+        assert module.LIBRARY is libraries[name] is native_build.get(name)
+        assert [str(s) for s in libraries[name].sources] == [str(Path(module.__file__).parent / Path(s).name)
+                                                             for s in sources]
+        for source in libraries[name].sources:
+            assert "#include \"" not in native_build.expand_source(source)
+    every_c_file = {p.resolve() for folder in ("synthenv", "compilers", "agents")
+                    for p in (Path(__file__).parents[1] / folder).rglob("*.c") if p.name != "driver.c"}
+    assert every_c_file == {s for library in libraries.values() for s in library.sources}  # none left out
+
+
+@needs_cc
+def test_each_library_exports_its_own_symbols_only():
+    """One library per module: the scorer's does not carry the agents' operators (nothing depends on what
+    was imported before)."""
+    scoring = native_build.get("synthenv.scoring").load()
+    assert hasattr(scoring, "synthenv_score") and not hasattr(scoring, "synthenv_apply_edits")
+    variation = native_build.get("synthenv.agents.variation")
+    assert hasattr(variation.load(), "synthenv_apply_edits") and not hasattr(variation.load(), "synthenv_score")
+    with pytest.raises(ValueError, match=r"does not declare 'synthenv_score'.*synthenv_apply_edits"):
+        variation.bind("synthenv_score", [])
+    function = native_build.bind("synthenv_loop_iterations", [ctypes.c_int64] * 3, ctypes.c_int64)  # by symbol
+    assert function(-1, 3, 256) == 3
+    with pytest.raises(native_build.UnknownNameError, match="Did you mean 'synthenv_score'"):
+        native_build.bind("synthenv_scor", [])
+
+
+def test_the_build_module_imports_none_of_the_packages_it_builds_for():
+    import ast
+
+    tree = ast.parse(Path(native_build.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert {m for m in imported if m and m.startswith("synthenv")} == {"synthenv.registry"}
+
+
+def test_register_checks_its_declaration(tmp_path):
+    source = tiny(tmp_path)
+    first = native_build.register("test.tiny", ["tiny.c"], beside=source, exports=("synthenv_probe",))
+    try:
+        assert first.sources == (source.resolve(),) and first.flags == native_build.FLAGS
+        assert native_build.register("test.tiny", [source], exports=("synthenv_probe",)) is first  # a reload
+        with pytest.raises(ValueError, match="'test.tiny' is already registered with other sources"):
+            native_build.register("test.tiny", [source], exports=("synthenv_probe", "other"))
+        with pytest.raises(native_build.UnknownNameError, match="Did you mean 'test.tiny'"):
+            native_build.get("test.tin")
+    finally:
+        native_build._libraries.pop("test.tiny")
+    with pytest.raises(ValueError, match=r"missing: \['.*nothere\.c'\]"):
+        native_build.register("test.missing", ["nothere.c"], beside=source, exports=("f",))
+    with pytest.raises(ValueError, match="distinct symbols"):
+        native_build.register("test.none", [source], exports=())
+    with pytest.raises(ValueError, match=r"other libraries export: \{'synthenv_score': 'synthenv.scoring'\}"):
+        native_build.register("test.clash", [source], exports=("synthenv_score",))
+    with pytest.raises(ValueError, match="names the cached file"):
+        native_build.register("../escape", [source], exports=("f",))
+    assert not {"test.missing", "test.clash"} & {library.name for library in native_build.libraries()}
 
 
 def tiny(tmp_path, name="tiny.c", value=7):
@@ -205,18 +272,22 @@ def test_a_damaged_cached_build_is_rebuilt_before_it_is_loaded(tmp_path, cache, 
 @needs_cc
 def test_a_truncated_library_in_the_real_cache_costs_a_rebuild_not_a_crash(tmp_path, cache):
     """The half-length .so that used to SIGBUS every process, even with engine='torch'."""
-    path = native_build.build()
-    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    paths = {library.name: library.path() for library in native_build.libraries()}
+    for path in paths.values():
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     code = textwrap.dedent("""
         import synthenv
-        result = synthenv.score([",[>,]+[,<.]", "+[]"], "reverse", engine="torch")
-        print(result.solved.tolist())
+        for engine in ("torch", "native"):
+            result = synthenv.score([",[>,]+[,<.]", "+[]"], "reverse", engine=engine)
+            print(result.solved.tolist())
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "SYNTHENV_CACHE_DIR": str(cache)})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[True, False]"
-    assert native_build.verify(path)
+    assert done.stdout.split("\n")[:2] == ["[True, False]"] * 2
+    used = ("synthenv.compilers.traditional", "synthenv.engines.native", "synthenv.scoring")
+    assert all(native_build.verify(paths[name]) for name in used)  # rebuilt at first use
+    assert not native_build.verify(paths["synthenv.agents.feedback"])  # not used: not loaded, not rebuilt yet
 
 
 def test_a_compiler_that_writes_nothing_caches_nothing(tmp_path, cache, monkeypatch):
@@ -296,6 +367,6 @@ def test_torch_keeps_working_with_an_unusable_cache_dir(tmp_path, monkeypatch, f
 
 def test_write_tables_header(tmp_path, monkeypatch):
     target = tmp_path / "tables.h"
-    monkeypatch.setattr(native_build, "TABLES_HEADER", target)
-    native_build.write_tables_header()
-    assert target.read_text() == native_build.tables_header()
+    monkeypatch.setattr(shared_tables, "TABLES_HEADER", target)
+    shared_tables.write_tables_header()
+    assert target.read_text() == shared_tables.tables_header()

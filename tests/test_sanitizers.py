@@ -86,7 +86,7 @@ def test_c_compiler_is_clean_and_matches_the_normal_build(driver, workload):
 def test_the_sanitizer_catches_an_out_of_bounds_tape(driver, tmp_path, monkeypatch):
     """A kernel with a one-cell tape must be reported, or the clean runs above prove nothing."""
     monkeypatch.setenv("SYNTHENV_CACHE_DIR", str(tmp_path / "cache"))
-    sources = native_build.library_sources()
+    sources = sanitizer.driver_sources()
     source = sources[0].read_text()  # engines/native.c
     allocation = "cell_t *tape = (cell_t *)calloc((size_t)max_steps, sizeof(cell_t));"
     assert source.count(allocation) == 1

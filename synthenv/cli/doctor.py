@@ -118,12 +118,26 @@ def machine_report() -> dict:
     except native_build.NativeBuildError as error:
         version = f"does not run: {error}"
     report["c_compiler"] = {"path": compiler, "version": version}
-    available = native_build.is_available()
-    reason = native_build.unavailable_reason()
-    report["native"] = {"available": available, "openmp": available, "cache_dir": str(native_build.cache_dir()),
-                        "library": str(native_build.build()) if available else None,
-                        "why": None if available else str(reason).splitlines()[0] if reason else None}
+    report["native"] = _native_report()
     return report
+
+
+def _native_report() -> dict:
+    """Each native library (every module that owns C code declares one): whether it loads, from where."""
+    import synthenv.agents  # noqa: F401  (declares the agents' libraries; synthenv declares the rest)
+    from synthenv import native_build
+    from synthenv.engines import native
+
+    libraries = {}
+    for library in native_build.libraries():
+        available = library.is_available()
+        reason = library.unavailable_reason()
+        libraries[library.name] = {"available": available, "path": str(library.path()) if available else None,
+                                   "why": None if available else str(reason).splitlines()[0] if reason else None}
+    engine = libraries[native.LIBRARY.name]
+    return {"available": engine["available"], "openmp": engine["available"],
+            "cache_dir": str(native_build.cache_dir()), "cpu": native_build.cpu_identity()["model"],
+            "library": engine["path"], "why": engine["why"], "libraries": libraries}
 
 
 def _print_machine(report: dict) -> None:
@@ -136,14 +150,19 @@ def _print_machine(report: dict) -> None:
     nvrtc_line = f"{nvrtc['version']}, the CUDA kernel compiles" if nvrtc["kernel_compiles"] else \
         f"unavailable: {nvrtc['why']}"
     cc_line = f"{cc['path']} ({cc['version']})" if cc["path"] else "none (install gcc or set $CC)"
-    native_line = f"loaded from {native['library']}" if native["available"] else f"unavailable: {native['why']}"
+    loaded = [name for name, library in native["libraries"].items() if library["available"]]
+    native_line = (f"{len(loaded)} of {len(native['libraries'])} load from {native['cache_dir']} "
+                   f"(built for {native['cpu']})")
     print("synthenv doctor")
     print(f"  python {report['python']}, torch {report['torch']} (CUDA build: {report['torch_cuda'] or 'no'})")
     print(f"  GPU: {', '.join(gpu['devices']) if gpu['devices'] else 'none (torch.cuda.is_available() is False)'}")
     print(f"  CuPy: {cupy_line}")
     print(f"  NVRTC: {nvrtc_line}")
     print(f"  C compiler: {cc_line}")
-    print(f"  native library (C + OpenMP): {native_line}")
+    print(f"  native libraries (C + OpenMP): {native_line}")
+    for name, library in native["libraries"].items():
+        state = Path(library["path"]).name if library["available"] else f"unavailable: {library['why']}"
+        print(f"    {name:<32} {state}")
     print(f"  engines usable: {', '.join(_usable_engines(report))}")
 
 

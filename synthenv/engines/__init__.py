@@ -22,6 +22,7 @@ from synthenv.registry import Registry
 from synthenv.tasks import Task
 
 from .cuda import CudaEngine
+from .native import LIBRARY as NATIVE_LIBRARY
 from .native import NativeEngine
 from .torch_engine import TorchEngine
 
@@ -83,7 +84,7 @@ def _warn_fallback(device: torch.device) -> None:
     if device.type in _warned:
         return
     _warned.add(device.type)
-    if device.type == "cpu" and isinstance(native_build.unavailable_reason(), native_build.NativeCacheError):
+    if device.type == "cpu" and isinstance(NATIVE_LIBRARY.unavailable_reason(), native_build.NativeCacheError):
         return  # native_build warned already, naming the cache directory and the fix
     fixes = {"cuda": 'pip install "synthenv[cuda]" (CuPy) for the cuda engine',
              "cpu": "install a C compiler with OpenMP (e.g. gcc) or set $CC for the native engine"}

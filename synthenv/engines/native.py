@@ -29,15 +29,20 @@ from synthenv.native_build import NativeBuildError, find_compiler  # noqa: F401 
 from synthenv.tasks import Task
 
 
+LIBRARY = native_build.register(__name__, ["native.c"], beside=__file__,
+                                exports=("synthenv_run", "synthenv_loop_iterations"))
+"""The VM's OpenMP entry point (``native.c`` + ``vm.h``)."""
+
+
 def is_available() -> bool:
-    """Whether the native library builds and loads here (a working C compiler with OpenMP)."""
-    return native_build.is_available()
+    """Whether the native engine's library builds and loads here (a working C compiler with OpenMP)."""
+    return LIBRARY.is_available()
 
 
 @functools.lru_cache(maxsize=1)
 def _kernel():
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-    return native_build.bind("synthenv_run", [p, i64, i64, p, p, i64, i64, i32, i32, i32, p, p, p, p, i64, i32, i32])
+    return LIBRARY.bind("synthenv_run", [p, i64, i64, p, p, i64, i64, i32, i32, i32, p, p, p, p, i64, i32, i32])
 
 
 def loop_iterations(delta: int, value: int, base: int) -> int:
@@ -46,7 +51,7 @@ def loop_iterations(delta: int, value: int, base: int) -> int:
     >>> loop_iterations(-1, 3, 256), loop_iterations(2, 1, 256)
     (3, 0)
     """
-    function = native_build.bind("synthenv_loop_iterations", [ctypes.c_int64] * 3, ctypes.c_int64)
+    function = LIBRARY.bind("synthenv_loop_iterations", [ctypes.c_int64] * 3, ctypes.c_int64)
     return int(function(delta, value, base))
 
 
@@ -74,7 +79,7 @@ class NativeEngine:
     def check_device(self, device: torch.device | str) -> None:
         """Raise a clear error if this engine cannot run on ``device``."""
         _check_cpu(device, "a request")
-        native_build.library()
+        LIBRARY.load()
 
     def run(self, program: Program, task: Task, num_outputs: int | None = None, early_abort: bool = False) -> Execution:
         """Run ``program`` on all of ``task``'s cases; see ``Execution`` for the contract."""

@@ -1,5 +1,5 @@
 /* Standalone driver for the sanitizer tests (synthenv/testing/sanitizer.py): `driver in.bin out.bin`,
- * linked with the library's sources (synthenv.native_build.library_sources()).
+ * linked with the engine's, the C compiler's and the naive interpreter's sources (sanitizer.driver_sources()).
  * in.bin: 11 int64 (mode, N, P_or_L, K, I, base, max_steps, flag, O, threads, strict), then the
  * program (mode 0: int32 code [N, P, 5] run by synthenv_run; mode 1: int64 tokens [N, L] run
  * by synthenv_naive; mode 2: tokens compiled by synthenv_compile, then run), int32 inputs

@@ -1,9 +1,9 @@
 """synthenv's C sources under AddressSanitizer and UndefinedBehaviorSanitizer.
 
-The library's sources (``synthenv.native_build.library_sources()``) and ``driver.c`` are built
-into one standalone executable (an ASan shared library cannot be loaded into an
-uninstrumented Python without LD_PRELOAD) and run in a subprocess; tests/test_sanitizers.py
-checks that it runs clean and gives exactly the normal build's results.
+The sources of the engine's, the compiler's and the naive interpreter's libraries
+(``driver_sources()``) and ``driver.c`` are built into one standalone executable (an ASan shared
+library cannot be loaded into an uninstrumented Python without LD_PRELOAD) and run in a subprocess;
+tests/test_sanitizers.py checks that it runs clean and gives exactly the normal build's results.
 """
 
 from __future__ import annotations
@@ -28,9 +28,19 @@ SANITIZE_FLAGS = ("-O1", "-g", "-fopenmp", "-std=gnu11", "-fsanitize=address,und
 """Flags of the standalone sanitizer driver."""
 
 
+def driver_sources() -> tuple[Path, ...]:
+    """The C files the driver runs: the VM's entry point (first), the C compiler, the naive interpreter."""
+    from synthenv import naive
+    from synthenv.compilers import traditional
+    from synthenv.engines import native
+
+    return (*native.LIBRARY.sources, *traditional.LIBRARY.sources, *naive.LIBRARY.sources)
+
+
 def build_driver(sources: Sequence[Path] | None = None) -> Path:
-    """Build (or take from the verified cache) the driver: ``sources`` (default: the library's) + ``driver.c``."""
-    sources = tuple(sources if sources is not None else native_build.library_sources())
+    """Build (or take from the verified cache) the driver: ``sources`` (default: ``driver_sources()``) +
+    ``driver.c``."""
+    sources = tuple(sources if sources is not None else driver_sources())
     return native_build.build((*sources, DRIVER), SANITIZE_FLAGS, suffix=".asan", name="synthenv-driver")
 
 
