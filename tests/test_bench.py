@@ -48,18 +48,45 @@ def test_cli_writes_json_plot_and_tensorboard(tmp_path, capsys):
     assert "skipped traditional:cuda" in text  # --device cpu: the cuda engine cannot run
 
 
-def test_measure_returns_a_record_and_the_cpu_baseline_is_one():
+def test_measure_records_rates_that_agree_with_its_raw_numbers():
+    """programs/s and VM steps/s are what the record's own counts and seconds give, and the steps are the
+    programs' real step counts (each pipeline's, which the differential tests make equal)."""
     task = tasks.get("reverse")
     tokens = workloads.make("uniform", 8)
     records = [bench.measure("cpu", "reference", tokens, task, repeats=1, workload="uniform"),
                bench.measure("traditional", "native", tokens, task, repeats=2, workload="uniform")]
+    for record in records:
+        execution, _ = bench.make_evaluator(record.backend, record.engine)(tokens, task)
+        steps = int(execution.steps.sum())
+        assert steps > 0 and record.num_envs == 8 and record.seconds > 0
+        assert record.programs_per_s == pytest.approx(record.num_envs * record.repeats / record.seconds, rel=1e-12)
+        assert record.vm_steps_per_s == pytest.approx(steps * record.repeats / record.seconds, rel=1e-12)
     assert records[0].compile_share == 0.0 and records[1].repeats == 2
-    assert all(r.vm_steps_per_s > 0 for r in records)
+    cpu, native = records
     ratio = bench.ratios(records)
-    assert ratio[id(records[0])] == 1.0
-    assert "traditional:native" in bench.format_table(records)
+    assert ratio[id(native)] == pytest.approx((native.num_envs * native.repeats / native.seconds)
+                                              / (cpu.num_envs * cpu.repeats / cpu.seconds), rel=1e-12)
+    row = next(line for line in bench.format_table(records).splitlines() if "traditional:native" in line)
+    assert row.split()[-1] == f"{ratio[id(native)]:.1f}"
     with pytest.raises(ValueError, match="repeats"):
         bench.measure("cpu", "reference", tokens, task, repeats=0)
+
+
+def _record(backend, engine, task, workload, programs, seconds):
+    return bench.Record(backend, engine, programs, workload, task, programs / seconds, 0.0, 0.0, seconds, 1)
+
+
+def test_ratios_divide_by_the_baseline_of_the_same_task_and_workload():
+    cpu_uniform = _record("cpu", "reference", "reverse", "uniform", 4, 2.0)  # 2 programs/s
+    cpu_near = _record("cpu", "reference", "reverse", "near", 4, 0.5)  # 8 programs/s
+    fast_uniform = _record("traditional", "native", "reverse", "uniform", 1000, 1.0)
+    fast_near = _record("traditional", "native", "reverse", "near", 1000, 1.0)
+    no_baseline = _record("traditional", "native", "add", "uniform", 1000, 1.0)  # no cpu record for add
+    records = [fast_uniform, cpu_near, no_baseline, cpu_uniform, fast_near]
+    assert bench.ratios(records) == {id(fast_uniform): 500.0, id(fast_near): 125.0, id(cpu_uniform): 1.0,
+                                     id(cpu_near): 1.0}
+    rows = bench.format_table(records).splitlines()[2:]
+    assert [row.split()[-1] for row in rows] == ["500.0", "1.0", "-", "1.0", "125.0"]
 
 
 def test_slow_configurations_get_capped_batches():

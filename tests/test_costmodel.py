@@ -3,11 +3,15 @@ sizes, reports honestly when energy cannot be measured."""
 
 from __future__ import annotations
 
+import glob
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from synthenv import costmodel
 from synthenv.costmodel import (
     EnergyMeter,
     LatencyModel,
@@ -104,10 +108,93 @@ def test_table_from_bench_records():
     assert f"{TRUE.programs_per_s(65536):,.0f}" in table
 
 
-def test_energy_meter_on_the_cpu_is_honest():
+RAPL_PATTERN = "/sys/class/powercap/intel-rapl:[0-9]*/energy_uj"
+NO_COUNTER = "not measured: no GPU energy counter and no readable RAPL counter (/sys/class/powercap)"
+
+
+def readable_rapl_counters() -> list[str]:
+    """The RAPL counters this machine lets us read, found without the meter."""
+    readable = []
+    for path in glob.glob(RAPL_PATTERN):
+        try:
+            int(Path(path).read_text())
+            readable.append(path)
+        except (OSError, ValueError):
+            pass
+    return readable
+
+
+def test_energy_meter_on_this_cpu_reports_what_its_counters_allow():
+    counters = readable_rapl_counters()
     with EnergyMeter("cpu") as meter:
         sum(range(10000))
-    if meter.available:
-        assert meter.joules is not None and meter.joules >= 0 and "RAPL" in meter.source
-    else:
-        assert meter.joules is None and meter.source.startswith("not measured")
+    assert meter.available == bool(counters)
+    if counters:  # this machine exposes RAPL
+        assert meter.source == f"RAPL CPU package energy ({len(counters)} package(s))"
+        assert meter.joules is not None and meter.joules >= 0
+    else:  # no /sys/class/powercap (a container, a VM, not Linux) or unreadable counters
+        assert meter.source == NO_COUNTER and meter.joules is None
+
+
+@pytest.fixture
+def fake_rapl(tmp_path, monkeypatch):
+    """Two readable RAPL package counters and one unreadable, in tmp_path (microjoules)."""
+    counters = [tmp_path / f"intel-rapl:{i}" / "energy_uj" for i in range(3)]
+    for counter, value in zip(counters, ("1000000", "2000000", "not a number")):
+        counter.parent.mkdir()
+        counter.write_text(value)
+
+    def fake_glob(pattern):
+        assert pattern == RAPL_PATTERN
+        return [str(c) for c in counters]
+
+    monkeypatch.setattr(costmodel.glob, "glob", fake_glob)
+    return counters[:2]
+
+
+def test_energy_meter_sums_the_rapl_packages_it_can_read(fake_rapl):
+    with EnergyMeter("cpu") as meter:
+        fake_rapl[0].write_text("3500000")  # +2.5 J
+        fake_rapl[1].write_text("2250000")  # +0.25 J
+    assert meter.available and meter.source == "RAPL CPU package energy (2 package(s))"
+    assert meter.joules == pytest.approx(2.75)
+
+
+def test_energy_meter_gives_no_value_when_a_counter_wraps(fake_rapl):
+    with EnergyMeter("cpu") as meter:
+        fake_rapl[0].write_text("0")  # the counter wrapped: the difference would be negative
+    assert meter.available and meter.joules is None
+
+
+def test_energy_meter_without_counters_says_not_measured(monkeypatch):
+    monkeypatch.setattr(costmodel.glob, "glob", lambda pattern: [])
+    with EnergyMeter("cpu") as meter:
+        sum(range(10000))
+    assert not meter.available and meter.joules is None and meter.source == NO_COUNTER
+
+
+class FakeNVML:
+    """pynvml's three calls the meter uses, with an energy counter in millijoules."""
+
+    def __init__(self, millijoules):
+        self.millijoules = millijoules
+        self.nvmlInit = lambda: None
+        self.nvmlDeviceGetHandleByIndex = lambda index: ("handle", index)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        assert handle == ("handle", 0)
+        return self.millijoules
+
+
+def test_energy_meter_on_a_gpu_reads_nvml(monkeypatch):
+    nvml = FakeNVML(5_000)
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    with EnergyMeter("cuda") as meter:
+        nvml.millijoules = 7_500
+    assert meter.available and meter.source == "NVML total energy (GPU board)" and meter.joules == pytest.approx(2.5)
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed: import fails
+    with EnergyMeter("cuda") as meter:
+        pass
+    assert not meter.available and meter.joules is None
+    assert meter.source == ("not measured: NVML energy counter unavailable (ModuleNotFoundError); "
+                            "install nvidia-ml-py on an NVIDIA GPU")
