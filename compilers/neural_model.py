@@ -26,7 +26,7 @@ Architecture (``PointerTagger``):
 
 Why this can be exact: a ``]`` matches the latest ``[`` before it whose depth is its own
 plus one, a ``[`` the first ``]`` after it whose depth is its own minus one, and a bracket
-with no such partner is unmatched (PQT_SPEC §1). Token types (q.k), depth difference (the
+with no such partner is unmatched (docs/semantics.md §1). Token types (q.k), depth difference (the
 centred penalty) and recency (the slope) are all the network needs to express that rule; it has to
 learn it from examples. Dimensions: N programs, L tokens, H = 2 heads, D model width.
 """

@@ -61,7 +61,7 @@ def lex(tokens: torch.Tensor) -> Lexed:
 
 
 def match_brackets(classes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Match brackets with PQT's rule (PQT_SPEC §1); returns (classes, partner).
+    """Match brackets with PQT's rule (docs/semantics.md §1); returns (classes, partner).
 
     Unmatched brackets become ``UNMATCHED``; ``partner [N, L]`` holds the matching
     bracket's position for matched ones and -1 elsewhere.

@@ -4,7 +4,7 @@ A checkpoint is a ``dict`` of plain data: tensors (``torch.Generator`` states ar
 tensors), ints, floats, bools, strings, bytes, None, and dicts, lists and tuples of those,
 written with ``torch.save``. ``load_checkpoint`` reads it with ``torch.load(...,
 weights_only=True)``, so a file whose pickle would call a function (``os.system``...) is refused
-without running anything (STYLE §21). Before that it checks that the file is a complete zip
+without running anything. Before that it checks that the file is a complete zip
 archive whose every member matches its CRC-32: ``torch.load`` alone loads a byte-flipped
 tensor without a word. Whatever is wrong with a file (missing, empty, truncated, corrupted,
 another format, unsafe), the error is one ``CheckpointError`` naming the path and the fix.

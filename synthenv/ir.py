@@ -2,7 +2,7 @@
 
 A batch of N programs compiles to one int32 tensor ``code [N, P, 5]``: P op slots per
 program, each ``(op, arg, arg2, cost, target)``. Every engine interprets it with the
-semantics below, which reproduce PQT's raw-step semantics exactly (PQT_SPEC §1): each op
+semantics below, which reproduce PQT's raw-step semantics exactly (docs/semantics.md §1): each op
 charges the raw BF steps it stands for, and the run fails as soon as the running total
 reaches ``max_steps``. Only ok runs expose their final outputs (see ``Execution``).
 

@@ -1,6 +1,6 @@
 """The BF language as PQT defines it: vocabulary, text <-> token conversion, statuses.
 
-PQT_SPEC §1: agents write programs over a 9-token vocabulary, id 0 = EOS (printed ``_``),
+docs/semantics.md §1: agents write programs over a 9-token vocabulary, id 0 = EOS (printed ``_``),
 then ``> < + - [ ] . ,`` = 1..8. A program ends at its first EOS; characters outside the
 eight commands are ignored when text is converted to tokens.
 """
@@ -74,7 +74,7 @@ class Status(enum.IntEnum):
 
     ``ABORTED`` marks a case that an engine stopped because another case of the same program
     had already failed: PQT scores such a program as failed whatever the other cases do
-    (PQT_SPEC §1, "first failing case fails the program").
+    (docs/semantics.md §1, "Outcomes": the first failing case fails the program).
     """
 
     OK = 0

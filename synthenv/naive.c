@@ -1,5 +1,5 @@
 /* The benchmark's reference (synthenv/naive.py, synthenv/bench.py): a careful plain interpreter
- * of raw BF tokens. No compiler: a precomputed bracket map (PQT_SPEC §1: unmatched brackets are one-step
+ * of raw BF tokens. No compiler: a precomputed bracket map (docs/semantics.md §1: unmatched brackets are one-step
  * no-ops), one command per step, cases in order; with early_abort, stop at the first failing
  * case (as PQT's scorer and the `cpu` pipeline do). */
 #include <omp.h>

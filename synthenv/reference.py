@@ -1,7 +1,8 @@
 """The oracle: a deliberately simple, one-program-at-a-time BF interpreter in plain Python.
 
 Everything else in synthenv (compilers, engines, scoring) is tested against this module.
-It follows PQT_SPEC §1 literally, command by command, with no optimisation at all.
+It follows docs/semantics.md §1 literally (as PQT's ``common/bf.py``, ``evaluate``, does), command by
+command, with no optimisation at all.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class CaseRun:
 def match_brackets(code: str) -> tuple[dict[int, int], bool]:
     """Map each matched bracket position to its partner; report whether all brackets match.
 
-    PQT_SPEC §1: a ``]`` with no open ``[`` and a ``[`` never closed are unmatched; they are
+    docs/semantics.md §1: a ``]`` with no open ``[`` and a ``[`` never closed are unmatched; they are
     left out of the map (the interpreter treats them as one-step no-ops).
     """
     stack: list[int] = []
@@ -80,7 +81,7 @@ def run(
             if cell == len(cells):
                 cells.append(0)
         elif command == "<":
-            cell = max(cell - 1, 0)  # PQT_SPEC §1: `<` clamps at cell 0
+            cell = max(cell - 1, 0)  # docs/semantics.md §1: `<` clamps at cell 0
         elif command == "+":
             cells[cell] = cells[cell] + 1 if cells[cell] < base - 1 else 0
         elif command == "-":
@@ -109,7 +110,7 @@ def run(
 
 
 def case_reward(output: Sequence[int], expected: Sequence[int], base: int) -> float:
-    """PQT's per-case reward (PQT_SPEC §2), including the correct and length bonuses.
+    """PQT's per-case reward (docs/semantics.md §2), including the correct and length bonuses.
 
     >>> case_reward([2, 1, 0], [2, 1, 0], 256)
     4.0
@@ -146,7 +147,7 @@ def score_program(
     strict_syntax: bool = False,
     stop_at_failure: bool = True,
 ) -> ProgramScore:
-    """Score ``code`` on ``cases`` the way PQT's task manager does (PQT_SPEC §2).
+    """Score ``code`` on ``cases`` the way PQT's task manager does (docs/semantics.md §2).
 
     Cases run in order; PQT stops at the first failing case (``stop_at_failure=False`` runs
     them all: each is independent) and any failure fails the whole program with reward

@@ -1,7 +1,7 @@
 """One registry shape for every plug-in point (tasks, compilers, engines, agents).
 
 Names map to factories; ``get`` on an unknown name raises an error that lists the valid
-names with a "did you mean" hint (STYLE §2).
+names with a "did you mean" hint (docs/contributing.md, "Style").
 """
 
 from __future__ import annotations

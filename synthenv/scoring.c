@@ -1,4 +1,4 @@
-/* PQT's reward (synthenv/scoring.py, PQT_SPEC §2) in C, one program per thread, for CPU tensors.
+/* PQT's reward (synthenv/scoring.py, docs/semantics.md §2) in C, one program per thread, for CPU tensors.
  * The same arithmetic as the torch scorer: integer distances summed in double, each case's
  * r = (U - d) / U (+3 on an exact match), program reward = sum r / (4 K), or -2 / (4 K) once
  * any case failed. outputs hold at least expected_width values per case. */

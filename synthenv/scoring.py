@@ -1,4 +1,4 @@
-"""PQT's reward and solved flags, computed on the device for a whole batch (PQT_SPEC §2)."""
+"""PQT's reward and solved flags, computed on the device for a whole batch (docs/semantics.md §2)."""
 
 from __future__ import annotations
 

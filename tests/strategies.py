@@ -1,4 +1,5 @@
-"""Hypothesis strategies for BF programs, weighted towards loops and nesting (STYLE §12)."""
+"""Hypothesis strategies for BF programs, weighted towards loops and nesting (where compilers and engines
+go wrong: bracket matching, counted loops, step counts)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ def test_score_strings_and_tokens_agree():
     by_tokens = synthenv.score(encode_batch(programs), synthenv.tasks.get("reverse"))
     assert by_text.rewards.tolist() == by_tokens.rewards.tolist()
     assert by_text.solved.tolist() == [True, False, False, False]
-    assert by_text.rewards[1].item() == -2 / 64  # PQT_SPEC §2 worked check
+    assert by_text.rewards[1].item() == -2 / 64  # docs/semantics.md §2: a failed program on 16 cases
     assert by_text.program_status.tolist() == [Status.OK, Status.STEP_LIMIT, Status.OK, Status.OK]
     assert by_text.output(0, 0) == list(synthenv.tasks.get("reverse").cases[0][1])
     assert by_text.status.shape == (4, 16) and by_text.outputs.shape[:2] == (4, 16)

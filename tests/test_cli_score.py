@@ -37,7 +37,7 @@ def test_several_programs_with_failures_match_the_oracle(capsys):
         truth = reference.score_program(program, task.cases, task.base, task.max_steps)
         assert f"program {i + 1}: {program!r}" in out
         assert f"reward {truth.reward:.6f}" in out
-    assert "status STEP_LIMIT" in out and "step_limit" in out  # ,[>,]<[.<] never ends (PQT_SPEC §2)
+    assert "status STEP_LIMIT" in out and "step_limit" in out  # ,[>,]<[.<] never ends (docs/semantics.md §1)
     case_line = next(line for line in out.split("program 1")[1].splitlines() if line.strip().startswith("7 "))
     assert "[30]" in case_line and "[30, 0]" in case_line  # ,[.,] echoes the input; reverse wants [30, 0]
 

@@ -1,5 +1,5 @@
 """The traditional compiler: bracket matching, and every pass tested for soundness,
-idempotence and never-larger output (STYLE §13), plus the no-host-sync contract."""
+idempotence and never-larger output, plus the no-host-sync contract."""
 
 from __future__ import annotations
 

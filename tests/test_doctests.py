@@ -1,4 +1,4 @@
-"""Run the ``>>>`` examples in the package's docstrings (STYLE §16)."""
+"""Run the ``>>>`` examples in the package's docstrings (docs/contributing.md, "Style")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The oracle against hand-derived traces of PQT's semantics (PQT_SPEC §1, §2)."""
+"""The oracle against hand-derived traces of PQT's semantics (docs/semantics.md §1, §2)."""
 
 from __future__ import annotations
 
