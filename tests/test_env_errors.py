@@ -179,7 +179,7 @@ def test_config_is_frozen():
     ({"seed": "7"}, r"seed must be None or an int in \[0, 2\*\*64\), got '7'"),
     ({"seed": -2}, "got -2"),
     ({"seed": 2**70}, r"seed must be None or an int in \[0, 2\*\*64\), got 1180591620717411303424; pass a smaller"),
-    ({"options": {"mask": 1}}, r"takes no options, got \['mask'\]"),
+    ({"options": {"mask": 1}}, r"takes only options\['reset_mask'\], got \['mask'\]"),
 ])
 def test_bad_reset_arguments(kwargs, message):
     env = stepped_env("program")

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import torch
 import tyro
+from gymnasium.vector import AutoresetMode
 
 from synthenv import tasks as task_registry
 from synthenv.checks import require_seed
@@ -31,6 +32,7 @@ class Mode(str, enum.Enum):
 
 
 MODES = tuple(m.value for m in Mode)
+AUTORESET_MODES = tuple(m.value for m in AutoresetMode)  # Gymnasium's values: NextStep, SameStep, Disabled
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,11 @@ class EnvConfig:
     """N, the number of environments stepped together."""
     mode: Annotated[Mode, tyro.conf.EnumChoicesFromValues] = Mode.PROGRAM
     """``program`` (an action is N whole programs) or ``token`` (an action is one token per env)."""
+    autoreset_mode: Annotated[AutoresetMode, tyro.conf.EnumChoicesFromValues] = AutoresetMode.SAME_STEP
+    """Gymnasium's autoreset mode (``gymnasium.vector.AutoresetMode`` or its value ``SameStep``,
+    ``NextStep``, ``Disabled``): when an env whose episode ended starts its next one (see
+    ``SynthVecEnv``). ``SameStep``: in the step that ends it, the last observation in
+    ``info["final_obs"]`` (one-round program-mode episodes never spend a step on a reset)."""
     backend: str = DEFAULT_BACKEND
     """Compiler backend (``synthenv.compilers.names()``)."""
     engine: str = "auto"
@@ -85,6 +92,7 @@ class EnvConfig:
     def __post_init__(self) -> None:
         task_registry.resolve(self.task)  # wrong type or unknown name -> error with a "did you mean" hint
         object.__setattr__(self, "mode", _as_mode(self.mode))
+        object.__setattr__(self, "autoreset_mode", as_autoreset_mode(self.autoreset_mode))
         _check_int("num_envs", self.num_envs, 1)
         _check_int("max_len", self.max_len, 1)
         if self.max_len > MAX_LEN:
@@ -138,6 +146,24 @@ def _as_mode(mode: object) -> Mode:
         from synthenv.registry import unknown_name_message
 
         raise ValueError(unknown_name_message("mode", mode, list(MODES))) from None
+
+
+def as_autoreset_mode(mode: object) -> AutoresetMode:
+    """An ``AutoresetMode`` from itself, its value (``"NextStep"``) or its name (``"next_step"``).
+
+    >>> as_autoreset_mode("NextStep")
+    <AutoresetMode.NEXT_STEP: 'NextStep'>
+    """
+    if isinstance(mode, AutoresetMode):
+        return mode
+    if isinstance(mode, str):
+        for member in AutoresetMode:
+            if mode in (member.value, member.name, member.name.lower()):
+                return member
+    from synthenv.registry import unknown_name_message
+
+    raise ValueError(unknown_name_message("autoreset_mode", mode, list(AUTORESET_MODES))
+                     + " Pass one of them or a gymnasium.vector.AutoresetMode, e.g. autoreset_mode='NextStep'")
 
 
 def _check_int(name: str, value: object, minimum: int) -> None:

@@ -53,6 +53,9 @@ class ProgramDynamics:
         self.episode_limit = iterations
         self.num_outputs = max(1, task.max_output_length)  # O
         self.action_shape = (num_envs, max_len)
+        # What an env that is not playing this step (NextStep's reset step, Disabled's ended env) runs instead
+        # of its action: the empty program, which halts at once.
+        self.idle_actions = torch.zeros(self.action_shape, dtype=torch.int64, device=device)  # [N, L]
         self.single_action_space = spaces.MultiDiscrete(np.full(max_len, VOCAB_SIZE, dtype=np.int64))
         k, o = task.num_cases, self.num_outputs
         self.single_observation_space = spaces.Dict({

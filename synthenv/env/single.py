@@ -44,8 +44,11 @@ class SynthEnv(gym.Env):
 
     ## Arguments
 
-    ``task`` (name or ``Task``) and any ``EnvConfig`` option except ``num_envs``, ``mode`` and
-    ``device`` (one env, token mode, CPU).
+    ``task`` (name or ``Task``) and any ``EnvConfig`` option except ``num_envs``, ``mode``,
+    ``device`` and ``autoreset_mode`` (one env, token mode, CPU; a single env never resets
+    itself: call ``reset()``, or let Gymnasium's ``SyncVectorEnv`` do it, e.g.
+    ``gymnasium.make_vec(id, num_envs=N, vectorization_mode="sync",
+    vector_kwargs={"autoreset_mode": "NextStep"})``).
 
     ## Version History
 
@@ -60,6 +63,11 @@ class SynthEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, task: str | Task = "reverse", render_mode: str | None = None, **options: Any):
+        if "autoreset_mode" in options:
+            raise ValueError(f"SynthEnv is one env and never resets itself, got autoreset_mode="
+                             f"{options['autoreset_mode']!r}; give it to the vector env instead: "
+                             "gymnasium.make_vec(id, num_envs=N, autoreset_mode=...) (SynthVecEnv), or "
+                             "vectorization_mode='sync', vector_kwargs={'autoreset_mode': ...} (SyncVectorEnv)")
         fixed = {"num_envs", "mode", "device"} & set(options)
         if fixed:
             raise ValueError(f"SynthEnv is one token-mode env on the CPU; drop {sorted(fixed)}, or use "
@@ -67,7 +75,7 @@ class SynthEnv(gym.Env):
         if render_mode is not None:
             raise ValueError(f"SynthEnv has no render modes, got render_mode={render_mode!r}; pass None")
         options.setdefault("lazy_scoring", True)  # one env returning numpy syncs every step anyway
-        self._vec = SynthVecEnv(task, num_envs=1, mode="token", device="cpu", **options)
+        self._vec = SynthVecEnv(task, num_envs=1, mode="token", device="cpu", **options)  # SameStep
         self.task = self._vec.task
         self.observation_space = self._vec.single_observation_space
         self.action_space = self._vec.single_action_space

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from synthenv.language import CLOSE, EOS, OPEN, VOCAB_SIZE, Status
+from synthenv.language import CLOSE, EOS, OPEN, RIGHT, VOCAB_SIZE, Status
 from synthenv.pipeline import Evaluator
 from synthenv.syncpoints import sync_point
 from synthenv.tasks import Task
@@ -58,6 +58,9 @@ class TokenDynamics:
         self.episode_limit = max_len  # a program ends (terminated) at max_len: truncation never fires
         self.num_outputs = max(1, task.max_output_length)
         self.action_shape = (num_envs,)
+        # What an env that is not playing this step (NextStep's reset step, Disabled's ended env) writes instead
+        # of its action, from a fresh state: '>', which ends no program (max_len > 1), so nothing extra is scored.
+        self.idle_actions = torch.full(self.action_shape, RIGHT, dtype=torch.int64, device=device)  # [N]
         self.single_action_space = spaces.Discrete(VOCAB_SIZE)
         self.single_observation_space = spaces.Dict({
             "program": spaces.MultiDiscrete(np.full(max_len, VOCAB_SIZE, dtype=np.int64)),

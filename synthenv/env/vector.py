@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
@@ -76,22 +77,45 @@ class SynthVecEnv(VectorEnv):
     Program mode: terminated when the program solves the task; truncated after ``iterations``
     rounds. Token mode: terminated when the program ends (EOS or ``max_len``); never truncated.
 
-    Autoreset is ``AutoresetMode.SAME_STEP``: an env whose episode ended is reset within the
-    same ``step``; the returned observation is its reset observation and
-    ``info["final_obs"]`` holds the observation it ended on, as a dict of ``[N, ...]`` tensors
-    for all envs (meaningful where ``info["_final_obs"]`` [N] bool is True). The other ``info``
-    entries describe the step just taken: ``solved [N]`` bool, ``program_status [N]`` int8
+    ``info`` describes the step just taken: ``solved [N]`` bool, ``program_status [N]`` int8
     (token mode: OK where no program ended) and, in token mode, ``action_mask [N, V]`` bool for
-    the next step (after autoreset). With a backend that has an audit stage (``backend="hybrid"``),
+    the next step (after any reset). With a backend that has an audit stage (``backend="hybrid"``),
     ``info["audit"]`` is the audit's typed statistics after the step, a
     ``synthenv.audit.AuditStats`` (one for the whole batch: ``miscompile_bound``, ``audit_rate``,
     ``sampled``, ... as host numbers; ``.as_scalars()`` gives them keyed by TensorBoard tag
     ``verify/*``); ``audit_stats()`` reads the same at any time.
 
+    ## Autoreset
+
+    ``autoreset_mode`` picks one of Gymnasium's three (``gymnasium.vector.AutoresetMode``,
+    declared per instance in ``metadata["autoreset_mode"]``); all of them run on the device
+    with no host sync, every env on its own:
+
+    - ``SameStep`` (the default): an env whose episode ends is reset within the same ``step``;
+      the returned observation is its reset observation and ``info["final_obs"]`` holds the
+      observation it ended on, as a dict of ``[N, ...]`` tensors for all envs (meaningful where
+      ``info["_final_obs"]`` [N] bool is True). The default because a program-mode episode is
+      usually one round: every step is then a real step for every env, and synthenv's agents
+      read the per-case feedback from ``info["final_obs"]``.
+    - ``NextStep``: the step that ends an episode returns the observation it ended on; the
+      next ``step`` resets that env instead of acting (its action is ignored) and returns its
+      reset observation with reward 0, ``terminated`` and ``truncated`` False, ``solved``
+      False. With one-round episodes every other step is such a reset step.
+    - ``Disabled``: no env is ever reset by ``step``; call
+      ``reset(options={"reset_mask": mask})`` (``mask [N]`` bool, a tensor on the env's device
+      or a numpy array) to reset the envs where ``mask`` is True, the others untouched. An
+      ended env stepped again without a reset stays as it ended: the same observation, reward
+      0, the same ``terminated``/``truncated`` (its action is ignored).
+
+    Neither ``NextStep`` nor ``Disabled`` adds ``final_obs``: the observation returned with
+    ``terminated | truncated`` is the final one. ``reset_mask`` works in every mode.
+
     ## Arguments
 
     Every ``EnvConfig`` field is a keyword argument (``SynthVecEnv.from_config`` takes the
     dataclass): ``task`` (name or ``Task``), ``num_envs``, ``mode`` (``"program"``/``"token"``),
+    ``autoreset_mode`` (``"SameStep"``, ``"NextStep"``, ``"Disabled"``; through Gymnasium:
+    ``gymnasium.make_vec(id, num_envs=N, autoreset_mode="NextStep")``),
     ``backend``, ``engine``, ``device``, ``max_len`` (``DEFAULT_MAX_LEN``, 100), ``iterations`` (1, program mode),
     ``seed``, the task overrides ``base``/``max_steps``/``strict_syntax``, ``allow_eos``,
     ``validate_actions`` (True: range check, one host sync per step), ``lazy_scoring`` and
@@ -102,7 +126,7 @@ class SynthVecEnv(VectorEnv):
 
     ## Version History
 
-    - v0: initial version (program and token modes).
+    - v0: initial version (program and token modes; the three autoreset modes).
 
     >>> env = SynthVecEnv(task="reverse", num_envs=2, mode="program", engine="torch", max_len=12)
     >>> obs, info = env.reset(seed=0)
@@ -112,7 +136,7 @@ class SynthVecEnv(VectorEnv):
     ([1.0, 0.0288], [True, False], [False, True])
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}  # the default; set per instance
 
     def __init__(self, task: str | Task = "reverse", num_envs: int = 1, evaluator: Evaluator | None = None,
                  **options: Any):
@@ -120,6 +144,8 @@ class SynthVecEnv(VectorEnv):
         self.task = self.config.resolve_task()
         self.device = resolve_device(self.config.device)
         self.num_envs = self.config.num_envs
+        self.autoreset_mode = self.config.autoreset_mode
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         if evaluator is not None and not isinstance(evaluator, Evaluator):
             raise TypeError(f"evaluator must be a synthenv.pipeline.Evaluator or None, got {type(evaluator).__name__}")
         self.evaluator = evaluator or Evaluator.create(self.config.backend, self.config.engine, self.device)
@@ -134,6 +160,8 @@ class SynthVecEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._initial = self._dynamics.initial_state()
         self._state: State | None = None  # None until reset()
+        # [N] bool: how each env's last step ended (NextStep and Disabled read them; set by reset())
+        self._terminated = self._truncated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         self._generator = torch.Generator(device=self.device)
         self._seeded = False
 
@@ -147,15 +175,27 @@ class SynthVecEnv(VectorEnv):
         return self.config.mode
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
-        """Reset every env; ``seed`` seeds the env's torch generator (and Gymnasium's ``np_random``).
+        """Reset every env, or with ``options={"reset_mask": mask}`` only those where ``mask [N]`` is True.
+
+        ``seed`` seeds the env's torch generator (and Gymnasium's ``np_random``). ``mask`` is a
+        bool tensor on the env's device or a numpy bool array (Gymnasium's form); an all-False
+        mask resets nothing. ``options`` is read, never modified.
 
         Returns:
-            ``(obs, info)``: the reset observation dict; ``info`` holds ``action_mask`` in token mode.
+            ``(obs, info)``: the observation dict of all N envs (the unmasked ones as they were);
+            ``info`` holds ``action_mask`` in token mode.
         """
         require_seed("seed", seed)  # what torch.Generator.manual_seed takes: [0, 2**64)
+        options = dict(options or {})  # Gymnasium's wrappers read options["reset_mask"] after we return
+        reset_mask = options.pop("reset_mask", None)
         if options:
-            raise ValueError(f"SynthVecEnv.reset takes no options, got {sorted(options)}; pass options=None")
+            raise ValueError(f"SynthVecEnv.reset takes only options['reset_mask'], got {sorted(options)}; pass "
+                             "options=None, or {'reset_mask': mask} to reset some envs")
         self._check_open()
+        mask = None if reset_mask is None else self._check_reset_mask(reset_mask)
+        if mask is not None and self._state is None:
+            raise RuntimeError("reset(options={'reset_mask': ...}) resets some envs of a running batch; call "
+                               "reset() once first")
         if seed is None and not self._seeded:
             seed = self.config.seed
         if seed is not None:
@@ -164,31 +204,74 @@ class SynthVecEnv(VectorEnv):
         elif not self._seeded:
             self._generator.seed()
         self._seeded = True
-        self._state = {name: value.clone() for name, value in self._initial.items()}
-        return self._dynamics.observe(self._state), self._dynamics.reset_info(self._state)
+        if mask is None:
+            self._state = {name: value.clone() for name, value in self._initial.items()}
+            self._terminated, self._truncated = (torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+                                                 for _ in range(2))
+        else:
+            self._state = _where(mask, self._initial, self._state)
+            self._terminated, self._truncated = self._terminated & ~mask, self._truncated & ~mask
+        return self._dynamics.observe(self._state), self._reset_info()
 
     def step(self, actions: torch.Tensor) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
-        """Apply one action per env; ended episodes are reset in the same step (see class docs).
+        """Apply one action per env; ended episodes restart as ``autoreset_mode`` says (see class docs).
 
         Returns:
             ``(obs, rewards [N] float32, terminated [N] bool, truncated [N] bool, info)``.
         """
         state = self._require_state()
         actions = self._check_actions(actions)  # raises before any state changes
+        if self.autoreset_mode is AutoresetMode.SAME_STEP:
+            obs, rewards, terminated, truncated, info = self._step_same_step(state, actions)
+        else:
+            obs, rewards, terminated, truncated, info = self._step_after_end(state, actions)
+        if self.evaluator.audit is not None:
+            info["audit"] = self.evaluator.audit.stats  # typed AuditStats, host numbers
+        return obs, rewards, terminated, truncated, info
+
+    def _play(self, state: State, actions: torch.Tensor) -> tuple[State, torch.Tensor, torch.Tensor, torch.Tensor,
+                                                                   dict]:
+        """One transition plus the episode clock: ``(state, rewards, terminated, truncated, info)``."""
         new, rewards, terminated, info = self._transition(state, actions)
         elapsed = new["elapsed"] + 1  # [N]
         truncated = ~terminated & (elapsed >= self._dynamics.episode_limit)
+        return {**new, "elapsed": elapsed}, rewards, terminated, truncated, info
+
+    def _step_same_step(self, state: State, actions: torch.Tensor):
+        """``SameStep``: ended envs restart now; ``info["final_obs"]`` holds where they ended."""
+        new, rewards, terminated, truncated, info = self._play(state, actions)
         done = terminated | truncated  # [N]
-        final_obs = self._dynamics.observe({**new, "elapsed": elapsed})
+        final_obs = self._dynamics.observe(new)
         if self._dynamics.episode_limit == 1:  # every step ends every episode: all envs start afresh
             new = self._dynamics.initial_state()  # new tensors: the caller may keep the last observation
         else:
-            new = {name: torch.where(_column(done, value), self._initial[name], value)
-                   for name, value in {**new, "elapsed": elapsed}.items()}
+            new = _where(done, self._initial, new)
         self._state = new
-        info = {**info, **self._dynamics.reset_info(new), "final_obs": final_obs, "_final_obs": done}
-        if self.evaluator.audit is not None:
-            info["audit"] = self.evaluator.audit.stats  # typed AuditStats, host numbers
+        info = {**info, **self._reset_info(), "final_obs": final_obs, "_final_obs": done}
+        return self._dynamics.observe(new), rewards, terminated, truncated, info
+
+    def _step_after_end(self, state: State, actions: torch.Tensor):
+        """``NextStep`` and ``Disabled``: the envs that ended on the last step are idle in this one.
+
+        Idle envs run a fresh state with ``idle_actions`` (cheap, and never out of bounds) and
+        their results are replaced: by the reset state (``NextStep``) or by the state they ended
+        in (``Disabled``), with reward 0 and empty info.
+        """
+        idle = self._terminated | self._truncated  # [N] ended on the last step (Disabled: and not reset since)
+        actions = torch.where(_column(idle, actions), self._dynamics.idle_actions, actions)
+        new, rewards, terminated, truncated, info = self._play(_where(idle, self._initial, state), actions)
+        next_step = self.autoreset_mode is AutoresetMode.NEXT_STEP
+        new = _where(idle, self._initial if next_step else state, new)
+        rewards = torch.where(idle, 0.0, rewards)
+        if next_step:
+            terminated, truncated = terminated & ~idle, truncated & ~idle
+        else:  # an ended env stays ended until reset(options={"reset_mask": ...})
+            terminated = torch.where(idle, self._terminated, terminated)
+            truncated = torch.where(idle, self._truncated, truncated)
+        info = {name: torch.where(_column(idle, value), torch.zeros((), dtype=value.dtype, device=value.device),
+                                  value) for name, value in info.items()}  # solved False, program_status OK
+        self._state, self._terminated, self._truncated = new, terminated, truncated
+        info.update(self._reset_info())
         return self._dynamics.observe(new), rewards, terminated, truncated, info
 
     def audit_stats(self) -> AuditStats | None:
@@ -203,7 +286,8 @@ class SynthVecEnv(VectorEnv):
         """Token mode: ``[N, V]`` bool syntax masks for the next token (see ``syntax_masks``)."""
         if self.mode is not Mode.TOKEN:
             raise RuntimeError("action_masks() exists in token mode only; create the env with mode='token'")
-        return self._dynamics.action_masks(self._require_state())
+        self._require_state()
+        return self._reset_info()["action_mask"]
 
     def sample_actions(self, masked: bool = True) -> torch.Tensor:
         """Random actions drawn on the device from the env's generator (seeded by ``reset``).
@@ -220,6 +304,15 @@ class SynthVecEnv(VectorEnv):
         self._state = None
         self.closed = True
 
+    def _reset_info(self) -> dict[str, torch.Tensor]:
+        """The info of the current state (token mode: ``action_mask``). An env that ended under
+        ``NextStep``/``Disabled`` ignores its next action: every token is legal there (its own
+        mask could be empty at ``max_len`` with ``allow_eos=False``, and a masked sampler would fail)."""
+        info = self._dynamics.reset_info(self._state)
+        if "action_mask" in info and self.autoreset_mode is not AutoresetMode.SAME_STEP:
+            info["action_mask"] = info["action_mask"] | (self._terminated | self._truncated)[:, None]  # [N, V]
+        return info
+
     def _check_open(self) -> None:
         if self.closed:
             raise RuntimeError("this SynthVecEnv is closed; create a new one")
@@ -229,6 +322,22 @@ class SynthVecEnv(VectorEnv):
         if self._state is None:
             raise RuntimeError("call reset() before step(): the env has no state yet (env.reset(seed=...))")
         return self._state
+
+    def _check_reset_mask(self, mask: object) -> torch.Tensor:
+        """``options["reset_mask"]`` as a ``[N]`` bool tensor on the env's device, or a clear error."""
+        expected = f"a bool tensor (or numpy array) of shape ({self.num_envs},)"
+        if isinstance(mask, np.ndarray):
+            if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+                raise ValueError(f"options['reset_mask'] must be {expected}, got a numpy array of dtype {mask.dtype} "
+                                 f"and shape {mask.shape}; pass e.g. terminated | truncated")
+            return torch.from_numpy(mask).to(self.device)
+        if not isinstance(mask, torch.Tensor):
+            raise TypeError(f"options['reset_mask'] must be {expected}, got {type(mask).__name__}; pass e.g. "
+                            "terminated | truncated from the last step")
+        if mask.dtype != torch.bool or tuple(mask.shape) != (self.num_envs,):
+            raise ValueError(f"options['reset_mask'] must be {expected}, got dtype {mask.dtype} and shape "
+                             f"{tuple(mask.shape)}; pass e.g. terminated | truncated")
+        return mask.to(self.device)
 
     def _check_actions(self, actions: object) -> torch.Tensor:
         """Check type, shape, dtype, device and (optionally) token range; never mutates state."""
@@ -268,6 +377,11 @@ def _shape_fix(mode: Mode, shape: tuple[int, ...]) -> str:
     if mode is Mode.PROGRAM:
         return f"pad programs with EOS (0) to max_len={shape[1]} tokens and pass one per env"
     return "pass one token per env, e.g. actions of shape (num_envs,)"
+
+
+def _where(mask: torch.Tensor, chosen: State, other: State) -> State:
+    """Per env: the state ``chosen`` where ``mask [N]`` is True, else ``other`` (new tensors)."""
+    return {name: torch.where(_column(mask, value), chosen[name], value) for name, value in other.items()}
 
 
 def _column(mask: torch.Tensor, value: torch.Tensor) -> torch.Tensor:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from gymnasium.vector import VectorEnv, VectorWrapper
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from synthenv.syncpoints import sync_point
 
@@ -28,9 +28,11 @@ def to_numpy(value: Any) -> Any:
 class NumpyVecEnv(VectorWrapper):
     """Steps a tensor vector env with numpy actions and returns numpy arrays.
 
-    For tools that need numpy (SB3-style loops, plotting); every step copies to the host
-    (a sync point by design). Observations, rewards, flags and info entries are converted;
-    ``action_masks()`` too.
+    For tools that need numpy (SB3-style loops, plotting, Gymnasium's numpy vector wrappers
+    such as ``gymnasium.wrappers.vector.RecordEpisodeStatistics``); every step copies to the
+    host (a sync point by design). Observations, rewards, flags and info entries are
+    converted; ``action_masks()`` too. ``reset(options={"reset_mask": numpy bool [N]})``
+    passes the mask through. ``metadata["autoreset_mode"]`` is the wrapped env's.
 
     >>> from synthenv.env import SynthVecEnv
     >>> env = NumpyVecEnv(SynthVecEnv("print-hello", num_envs=2, mode="token", engine="torch", max_len=4))
@@ -62,6 +64,9 @@ class EpisodeStatistics(VectorWrapper):
     Each step adds ``info["episode"] = {"r": [N] float32, "l": [N] int64, "solved": [N] bool}``
     (the totals of episodes that ended this step, valid where ``info["_episode"]`` [N] bool) and
     updates running sums over all ended episodes. ``stats()`` reads them: an explicit sync point.
+    Follows the env's ``metadata["autoreset_mode"]``: under ``NextStep`` and ``Disabled`` the
+    step after an episode's end (a reset step, or an ended env stepped again) counts for no
+    episode; ``reset(options={"reset_mask": mask})`` restarts the masked envs' running sums.
 
     >>> from synthenv.env import SynthVecEnv
     >>> from synthenv.language import encode_batch
@@ -75,31 +80,41 @@ class EpisodeStatistics(VectorWrapper):
     def __init__(self, env: VectorEnv):
         super().__init__(env)
         device, n = env.unwrapped.device, env.num_envs
+        self._same_step = env.metadata.get("autoreset_mode") is AutoresetMode.SAME_STEP
         self._return = torch.zeros(n, dtype=torch.float32, device=device)  # [N] running episode return
         self._length = torch.zeros(n, dtype=torch.int64, device=device)  # [N]
         self._solved = torch.zeros(n, dtype=torch.bool, device=device)  # [N]
+        self._ended = torch.zeros(n, dtype=torch.bool, device=device)  # [N] ended on the last step
         self._totals = torch.zeros(4, dtype=torch.float64, device=device)  # episodes, return, length, solved
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
-        self._return.zero_()
-        self._length.zero_()
-        self._solved.zero_()
-        return self.env.reset(seed=seed, options=options)
+        obs, info = self.env.reset(seed=seed, options=options)
+        mask = (options or {}).get("reset_mask")
+        if mask is None:
+            fresh = torch.ones_like(self._ended)
+        else:
+            fresh = torch.as_tensor(mask, device=self._ended.device)  # the env has checked it
+        self._return = torch.where(fresh, 0.0, self._return)
+        self._length = torch.where(fresh, 0, self._length)
+        self._solved = self._solved & ~fresh
+        self._ended = self._ended & ~fresh
+        return obs, info
 
     def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
         obs, rewards, terminated, truncated, info = self.env.step(actions)
-        episode_return = self._return + rewards  # [N]
-        length = self._length + 1
-        solved = self._solved | info["solved"]
-        done = terminated | truncated  # [N]
+        idle = torch.zeros_like(self._ended) if self._same_step else self._ended  # [N] this step is no episode's
+        episode_return = torch.where(idle, 0.0, self._return + rewards)  # [N]
+        length = torch.where(idle, 0, self._length + 1)
+        solved = ~idle & (self._solved | info["solved"])
+        done = (terminated | truncated) & ~idle  # [N] Disabled: an ended env stepped again ends nothing new
         self._totals += torch.stack([done.sum(), torch.where(done, episode_return, 0).sum(),
                                      torch.where(done, length, 0).sum(), (done & solved).sum()]).double()
         info = {**info, "episode": {"r": episode_return, "l": length, "solved": solved}, "_episode": done}
         self._return = torch.where(done, 0.0, episode_return)
         self._length = torch.where(done, 0, length)
         self._solved = solved & ~done
+        self._ended = terminated | truncated
         return obs, rewards, terminated, truncated, info
-
     def stats(self) -> dict[str, float]:
         """Episodes ended so far and their mean return, length and success rate.
 
