@@ -46,24 +46,25 @@ class Algorithm(Protocol):
     def load_state_dict(self, state: dict) -> None:
         ...
 
-    # Optional, together: an algorithm that can pause members (the trainer then counts NPE per member).
-    stepped: list[bool]
-    """Host ``[S]``: the members that wrote programs in the last ``propose`` (the others' rows are empty
-    programs: no NPE, not tracked)."""
+    # Optional, together: an algorithm whose members can sit a step out (the trainer's schedule decides).
+    generation_costs: list[int]
+    """Host ``[S]``: what each member's next generation costs, relative to the cheapest kind (1); the trainer
+    steps a member of cost c once every c / (the cheapest running member's cost) steps (its time sharing)."""
 
-    def set_running(self, running: list[bool]) -> None:
-        """Host ``[S]``: the members still running (called before ``propose`` whenever it changes); the others
-        must write empty programs and leave ``stepped``."""
+    def set_stepping(self, stepping: list[bool]) -> None:
+        """Host ``[S]``: the members that write programs from the next ``propose`` on (called whenever it
+        changes); the others must write empty programs (no NPE) and keep their state."""
 
 
 class MemberMasks:
-    """Host patterns of members (``[S]`` bools) as ``[S]`` bool device tensors, each copied to the device
-    once: a run sees only a few patterns."""
+    """Host patterns of members as device tensors, each copied to the device once (a run sees only a few
+    patterns): ``masks(members)`` for ``[S]`` bools, ``masks.index(ids)`` for member positions."""
 
     def __init__(self, device: torch.device):
-        self.device, self._masks = device, {}
+        self.device, self._masks, self._indices = device, {}, {}
 
     def __call__(self, members: list[bool]) -> torch.Tensor:
+        """``members`` (host ``[S]`` bools) as an ``[S]`` bool device tensor."""
         key = tuple(bool(flag) for flag in members)
         if key not in self._masks:
             mask = torch.zeros(len(key), dtype=torch.bool, device=self.device)
@@ -71,6 +72,12 @@ class MemberMasks:
                 mask[member].fill_(True)  # a scalar fill: no blocking copy of Python data to a GPU
             self._masks[key] = mask
         return self._masks[key]
+
+    def index(self, ids: tuple[int, ...]) -> torch.Tensor:
+        """``ids`` (host member positions) as an int64 device index (``member_index``), cached."""
+        if ids not in self._indices:
+            self._indices[ids] = member_index(list(ids), self.device)
+        return self._indices[ids]
 
 
 def member_index(members: list[int], device: torch.device) -> torch.Tensor:

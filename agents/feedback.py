@@ -18,7 +18,7 @@ import torch
 from synthenv import native_build
 from synthenv.language import Status
 
-from .variation import _check_impl, program_lengths
+from .variation import _check_impl, program_lengths, row_hashes
 
 FEATURES = ("reward", "passed", "failed", "too_short", "too_long", "wrong_values", "case_reward", "length",
             "positions_right")
@@ -39,6 +39,8 @@ class Feedback:
         case_status: ``[S, B, K]`` int8 ``Status`` per case.
         features: ``[S, B, F]`` float32 summary of the per-case results (``FEATURES``); computed only
             when the algorithm's ``uses_features`` is true at that step (F = 0 otherwise).
+        hashes: ``[S, B]`` int64 row hashes of the programs (``variation.row_hashes``), computed at the first
+            read and kept.
     """
 
     tokens: torch.Tensor
@@ -48,6 +50,10 @@ class Feedback:
     case_passed: torch.Tensor
     case_status: torch.Tensor
     features: torch.Tensor
+
+    @functools.cached_property
+    def hashes(self) -> torch.Tensor:
+        return row_hashes(self.tokens)
 
 
 def feedback_features(obs: dict[str, torch.Tensor], expected: torch.Tensor, expected_lengths: torch.Tensor,

@@ -18,6 +18,8 @@ import torch
 
 from synthenv.language import decode_batch
 
+from .registry import default_config
+
 
 def run_dir_name(task: str, algo: str, seed: int, unix_time: int) -> str:
     """``{task}__{algo}__{seed}__{unix_time}`` (CleanRL's scheme).
@@ -34,8 +36,6 @@ def hyperparameters(config) -> dict[str, object]:
     rows["seeds"] = ",".join(str(s) for s in config.seeds)
     algo_config = config.algo_config
     if algo_config is None:
-        from . import default_config
-
         algo_config = default_config(config.algo)
     for key, value in dataclasses.asdict(algo_config).items():
         if isinstance(value, dict):
@@ -87,32 +87,29 @@ class RunLogger:
 
             self.bar = tqdm(total=100, unit="%", dynamic_ncols=True, desc=f"{task_name} {config.algo}",
                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}")
-        self._last = (time.perf_counter(), trainer.programs_executed)
+        self._last = (time.perf_counter(), trainer.env_programs)
 
     def accumulate(self, stats: dict[str, torch.Tensor], running: torch.Tensor) -> None:
         """Add one step's ``[S]`` statistics for the members that were running during it (device only).
 
-        ``losses/`` entries count only where ``stats["_learned"]`` (``[S]``, optional) is nonzero:
-        a step without a policy update has no losses to average.
+        A statistic that is not finite for a member (NaN: the member did not take part, as a member whose
+        policy did not update has no losses) does not count in its mean.
         """
-        stats = dict(stats)
         weight = running.float()
-        learned = weight * stats.pop("_learned", torch.ones_like(weight)).float()
         for key, value in stats.items():
-            w = learned if key.startswith("losses/") else weight
             value = value.float()
             finite = torch.isfinite(value)
-            self.sums[key] = self.sums.get(key, 0.0) + torch.where(finite, value, 0.0) * w
-            self.counts[key] = self.counts.get(key, 0.0) + w * finite
+            self.sums[key] = self.sums.get(key, 0.0) + torch.where(finite, value, 0.0) * weight
+            self.counts[key] = self.counts.get(key, 0.0) + weight * finite
 
     def log(self, trainer, active: list[bool], final: bool) -> None:
         """Write the means since the last call; update the progress bar. # sync point."""
-        now, executed = time.perf_counter(), trainer.programs_executed
+        now, executed = time.perf_counter(), trainer.env_programs
         window = now - self._last[0]
         rate = (executed - self._last[1]) / window if window > 0 else 0.0  # programs/s since the last log
         self._last = (now, executed)
-        npe = trainer.npe.tolist()  # sync point
-        best = trainer.best_rewards.tolist()
+        npe = trainer.record.npe.tolist()  # sync point
+        best = trainer.record.best_rewards.tolist()
         if self.writers and self.counts:
             self._write(trainer, npe, best, rate, active, final)
         if self.writers and final:
@@ -125,7 +122,7 @@ class RunLogger:
                final: bool) -> None:
         counts = {key: value.tolist() for key, value in self.counts.items()}
         means = {key: (value / self.counts[key].clamp(min=1.0)).tolist() for key, value in self.sums.items()}
-        programs = decode_batch(trainer.best_tokens)
+        programs = decode_batch(trainer.record.best_tokens)
         audit = trainer.env.audit_stats()  # the hybrid backend's audit (verify/*), else None; host numbers
         for i, writer in enumerate(self.writers):
             if not self.logging[i]:
@@ -145,7 +142,7 @@ class RunLogger:
         """The run's outcome under ``hparams/`` (the HPARAMS dashboard's metrics) and the session end."""
         from torch.utils.tensorboard.summary import hparams
 
-        seconds, solved = trainer.solve_seconds(), trainer.solved_npe.tolist()  # sync point: the end of the run
+        seconds, solved = trainer.record.solve_seconds(), trainer.record.solved_npe.tolist()  # sync point: the end
         end = hparams({}, {})[2]
         for i, writer in enumerate(self.writers):
             finals = (float(solved[i] >= 0), float(npe[i]), seconds[i] if seconds[i] is not None else trainer.elapsed,
@@ -158,13 +155,14 @@ class RunLogger:
     def _show(self, trainer, best: list[float], rate: float) -> None:
         """The bar shows the budget that binds: the larger of the NPE and time fractions."""
         config = self.config
-        npe_part = min(1.0, trainer.npe_done / config.npe)
+        done = trainer.schedule.done_programs
+        npe_part = min(1.0, done / config.npe) if config.npe is not None else 0.0
         time_part = min(1.0, trainer.elapsed / config.seconds) if config.seconds else 0.0
-        if time_part >= npe_part:
+        if config.seconds and time_part >= npe_part:
             budget = f"time {trainer.elapsed:.0f}/{config.seconds:.0f} s"
         else:
-            budget = f"NPE {_short(trainer.npe_done)}/{_short(config.npe)}"
-        solved = sum(1 for n in trainer.solved_npe.tolist() if n >= 0)
+            budget = f"NPE {_short(done)}/{_short(config.npe) if config.npe is not None else 'no budget'}"
+        solved = sum(1 for n in trainer.record.solved_npe.tolist() if n >= 0)
         self.bar.n = round(100 * max(npe_part, time_part), 1)
         self.bar.set_postfix_str(f"{budget}, {rate:,.0f} prog/s, best {max(best):.3f}, solved {solved}/{len(best)}",
                                  refresh=True)

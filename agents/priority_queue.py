@@ -1,8 +1,11 @@
-"""A max-priority queue of each member's best unique programs, on the device (PQT's top-K buffer).
+"""The best unique programs by reward, de-duplicated by hash: the one container of every agent.
 
-PQT (PQT_SPEC §4) keeps the K best distinct programs found so far and trains the policy to
-write them again. Here the queue holds ``[S, K, L]`` tokens and ``[S, K]`` rewards for S
-members; pushing a batch and drawing from the queue are tensor operations with no host sync.
+PQT keeps the K best distinct programs found so far and trains its policy to write them again
+(its top-K queue: docs/semantics.md cites the paper). The same container serves every agent here:
+the PQT agents' queue, the mutation search's elite, the default agent's crossover mates and its
+queue of improving edits, and, with one more leading dimension, its islands. A ``ProgramQueue``
+holds ``[S, *G, K, L]`` tokens and ``[S, *G, K]`` rewards for S members (and optional groups G,
+such as islands); pushing a batch and drawing from it are tensor operations with no host sync.
 """
 
 from __future__ import annotations
@@ -15,15 +18,22 @@ import torch
 from .variation import member_uniform, row_hashes, top_unique
 
 EMPTY = float("-inf")
-"""Reward of an empty slot."""
+"""Reward of an empty slot (a program not run yet, or none at all)."""
 
 
 class ProgramQueue:
-    """Top-K unique programs per member, kept sorted by reward (best first).
+    """Top-K unique programs per member (and group), kept sorted by reward, best first.
 
-    Programs are compared as token rows, so push canonical programs (EOS-padded after the
-    end, as the samplers write them). Among equal rewards the program already queued, then
-    the earlier one in the batch, wins.
+    Programs are compared by their 64-bit row hashes (``variation.row_hashes``), so push canonical
+    programs (EOS-padded after the end, as every sampler writes them). Among equal rewards the
+    program already queued, then the earlier one in the batch, wins, unless the push breaks ties
+    at random (``tie_keys``).
+
+    Attributes:
+        tokens: ``[S, *G, K, L]`` int64 programs, best first.
+        rewards: ``[S, *G, K]`` float32 (``EMPTY`` for a slot without a program).
+        hashes: ``[S, *G, K]`` int64 row hashes of the tokens.
+        extras: name -> ``[S, *G, K, ...]`` data kept with each program.
 
     >>> queue = ProgramQueue(num_members=1, capacity=2, max_len=3, device=torch.device("cpu"))
     >>> queue.push(torch.tensor([[[1, 2, 0], [1, 2, 0], [3, 0, 0]]]), torch.tensor([[0.5, 0.5, 0.1]]))
@@ -32,71 +42,107 @@ class ProgramQueue:
     """
 
     def __init__(self, num_members: int, capacity: int, max_len: int, device: torch.device,
-                 extras: dict[str, tuple[tuple[int, ...], torch.dtype]] | None = None):
-        """``extras``: optional data kept with each program, name -> (shape per program, dtype);
-        ``push`` then takes them as keyword arguments of shape ``[S, B, *shape]`` (zeros for one not given)."""
+                 extras: dict[str, tuple[tuple[int, ...], torch.dtype]] | None = None, groups: tuple[int, ...] = ()):
+        """``extras``: optional data kept with each program, name -> (shape per program, dtype); ``push``
+        then takes them as keyword arguments (zeros for one not given). ``groups``: G, more leading
+        dimensions after the member's (``(islands,)``), each group a queue of its own."""
         if not isinstance(capacity, int) or capacity < 1:
             raise ValueError(f"queue capacity must be a positive int, got {capacity!r}")
         self.capacity = capacity
-        self.tokens = torch.zeros((num_members, capacity, max_len), dtype=torch.int64, device=device)  # [S, K, L]
-        self.rewards = torch.full((num_members, capacity), EMPTY, dtype=torch.float32, device=device)  # [S, K]
-        self.hashes = row_hashes(self.tokens)  # [S, K], kept with the programs so a push hashes only the batch
-        self.extras = {name: torch.zeros((num_members, capacity, *shape), dtype=dtype, device=device)
-                       for name, (shape, dtype) in (extras or {}).items()}  # each [S, K, ...]
+        shape = (num_members, *groups, capacity)
+        self.tokens = torch.zeros((*shape, max_len), dtype=torch.int64, device=device)
+        self.rewards = torch.full(shape, EMPTY, dtype=torch.float32, device=device)
+        self.hashes = row_hashes(self.tokens)  # kept with the programs, so a push hashes only the batch
+        self.extras = {name: torch.zeros((*shape, *size), dtype=dtype, device=device)
+                       for name, (size, dtype) in (extras or {}).items()}
 
     @property
     def valid(self) -> torch.Tensor:
-        """``[S, K]`` bool: slots that hold a program."""
+        """``[S, *G, K]`` bool: slots that hold a program."""
         return self.rewards > EMPTY
 
     def push(self, tokens: torch.Tensor, rewards: torch.Tensor, hashes: torch.Tensor | None = None,
-             **extras: torch.Tensor) -> None:
-        """Offer ``tokens [S, B, L]`` with ``rewards [S, B]`` (and their ``extras``); keep the K best
-        unique per member.
+             tie_keys: torch.Tensor | None = None, **extras: torch.Tensor) -> None:
+        """Offer ``tokens [S, *G, B, L]`` with ``rewards [S, *G, B]`` (and their ``extras``); keep the K best
+        unique of each queue. A reward of ``EMPTY`` offers nothing (a row of them leaves its queue as it is).
 
-        De-duplication compares 64-bit row hashes (``variation.top_unique``; pass the
-        batch's ``hashes [S, B]`` if already computed): O((K + B) log(K + B)) per member, memory
-        linear in the batch, and only the K kept rows are copied, so batches of thousands are cheap.
+        ``hashes [S, *G, B]``: the batch's ``row_hashes`` if already computed. ``tie_keys [S, *G, K + B]``
+        (uniform numbers) break ties between equal rewards at random instead of in favour of the queued
+        program: then a newcomer as good as a queued program can take its place (neutral drift).
+        De-duplication sorts hashes (``variation.top_unique``): O((K + B) log(K + B)) per queue, memory
+        linear in the batch, and only the K kept rows are copied.
         """
         hashes = row_hashes(tokens) if hashes is None else hashes
-        scores = torch.cat([self.rewards, rewards.float()], dim=1)  # [S, M], M = K + B
-        all_hashes = torch.cat([self.hashes, hashes], dim=1)
-        # the earliest valid copy of each program, best first, the queued one first among equals
-        order, self.rewards, self.hashes = top_unique(scores, all_hashes, self.capacity)  # [S, K]
-        self.tokens = take_rows(self.tokens, tokens, order)
+        k, lead = self.capacity, self.rewards.shape[:-1]
+        groups = math.prod(lead)
+        flat = lambda x: x.reshape(groups, x.shape[len(lead)], *x.shape[len(lead) + 1:])  # noqa: E731 one row a queue
+        scores = torch.cat([flat(self.rewards), flat(rewards.float())], dim=1)  # [S*G, K + B]
+        all_hashes = torch.cat([flat(self.hashes), flat(hashes)], dim=1)
+        # the earliest valid copy of each program, best first; with tie keys, equal rewards in random order
+        shuffle = tie_keys.reshape(groups, -1).argsort(dim=1) if tie_keys is not None else None
+        order, kept_rewards, kept_hashes = top_unique(scores, all_hashes, k, shuffle)  # [S*G, K]
+        self.rewards, self.hashes = kept_rewards.view(*lead, k), kept_hashes.view(*lead, k)
+        self.tokens = take_rows(flat(self.tokens), flat(tokens), order).view(self.tokens.shape)
         for name, kept in self.extras.items():  # an extra not offered is zeros (programs shared by other members)
-            offered = extras[name] if name in extras else kept.new_zeros((*tokens.shape[:2], *kept.shape[2:]))
-            self.extras[name] = take_rows(kept, offered, order)
+            offered = extras[name] if name in extras else kept.new_zeros((*tokens.shape[:-1], *kept.shape[len(lead) + 1:]))
+            self.extras[name] = take_rows(flat(kept), flat(offered), order).view(kept.shape)
 
     def sample(self, count: int, generators: list[torch.Generator]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Draw ``count`` programs per member uniformly from its filled slots (with replacement).
+        """Draw ``count`` programs per queue uniformly from its filled slots (with replacement).
 
         Returns:
-            ``(tokens [S, count, L], valid [S, count])``; ``valid`` is False where the queue
+            ``(tokens [S, *G, count, L], valid [S, *G, count])``; ``valid`` is False where the queue
             was empty (those rows hold zeros and must be masked out of any loss).
         """
-        index = self.sample_slots(count, generators)
-        return self.gather(self.tokens, index), self.valid.gather(1, index)
+        slots = self.sample_slots(count, generators)
+        return self.gather(self.tokens, slots), self.gather(self.valid, slots)
 
-    def sample_slots(self, count: int, generators: list[torch.Generator]) -> torch.Tensor:
-        """``[S, count]`` int64 slots drawn uniformly from each member's filled ones (with
-        replacement; slot 0, an empty one, where the queue is empty)."""
-        filled = self.valid.sum(1, keepdim=True)  # [S, 1]: the filled slots are a prefix (best first)
-        return self._slots(member_uniform(generators, (count,), self.rewards.device), filled)
+    def sample_slots(self, count: int, generators: list[torch.Generator], filled_only: bool = True) -> torch.Tensor:
+        """``[S, *G, count]`` int64 slots drawn uniformly (with replacement) from each queue's filled ones
+        (slot 0, an empty one, where a queue is empty), or from all K with ``filled_only=False``."""
+        uniform = member_uniform(generators, (*self.rewards.shape[1:-1], count), self.rewards.device)
+        filled = self.valid.sum(-1, keepdim=True) if filled_only else self.capacity  # the filled slots lead
+        return self._slots(uniform, filled)
 
     def member_slots(self, member: int, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
-        """``shape`` int64 slots of member ``member`` alone, drawn as ``sample_slots`` draws them, from ``generator``."""
+        """``shape`` int64 slots of member ``member``'s (ungrouped) queue, drawn as ``sample_slots`` draws
+        them, from ``generator``."""
         uniform = torch.rand(shape, generator=generator, device=self.rewards.device)
         return self._slots(uniform, self.valid[member].sum())
 
-    def _slots(self, uniform: torch.Tensor, filled: torch.Tensor) -> torch.Tensor:
+    def _slots(self, uniform: torch.Tensor, filled: torch.Tensor | int) -> torch.Tensor:
         """Uniform numbers in [0, 1) as slots among the ``filled`` first ones (slot 0 where none is)."""
         return (uniform * filled).long().clamp(max=self.capacity - 1)
 
     @staticmethod
     def gather(values: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-        """Rows ``slots [S, count]`` of ``values [S, K, ...]`` (the tokens, rewards or an extra)."""
-        return gather_rows(values, slots)
+        """Rows ``slots [S, *G, count]`` of ``values [S, *G, K, ...]`` (the tokens, rewards or an extra)."""
+        lead = slots.shape[:-1]
+        groups = math.prod(lead)
+        rows = gather_rows(values.reshape(groups, values.shape[len(lead)], *values.shape[len(lead) + 1:]),
+                           slots.reshape(groups, -1))
+        return rows.view(*slots.shape, *values.shape[len(lead) + 1:])
+
+    def reset(self, where: torch.Tensor, tokens: torch.Tensor) -> None:
+        """Empty the queues ``where [S, *G]`` and fill them with ``tokens [S, *G, K, L]``, not run yet
+        (reward ``EMPTY``, extras zero): the fresh programs of a restart."""
+        self.tokens = torch.where(where[..., None, None], tokens, self.tokens)
+        self.rewards = torch.where(where[..., None], EMPTY, self.rewards)
+        self.extras = {name: torch.where(where.view(*where.shape, *([1] * (value.dim() - where.dim()))), 0, value)
+                       for name, value in self.extras.items()}
+
+    def set_member(self, member: int, tokens: torch.Tensor, rewards: torch.Tensor, hashes: torch.Tensor,
+                   **extras: torch.Tensor) -> None:
+        """Make member ``member``'s queues ``tokens [*G, K, L]`` with their ``rewards``, ``hashes`` and
+        ``extras``; in place, with no tensor made from Python data (no host-to-device copy)."""
+        for name, value in (("tokens", tokens), ("rewards", rewards), ("hashes", hashes)):
+            getattr(self, name)[member] = value
+        for name, value in self.extras.items():
+            value[member] = extras[name]
+
+    def empty_member(self, member: int) -> None:
+        """Empty every slot of member ``member`` (in place)."""
+        self.rewards[member].fill_(EMPTY)
 
     def members(self, index: torch.Tensor) -> ProgramQueue:
         """A copy of the queues of members ``index [S']`` (write it back with ``put_members``)."""
@@ -119,10 +165,11 @@ class ProgramQueue:
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         if state["tokens"].shape != self.tokens.shape:
             raise ValueError(f"checkpoint queue has shape {tuple(state['tokens'].shape)}, this run needs "
-                             f"{tuple(self.tokens.shape)} (members, capacity, max_len); use the same settings")
+                             f"{tuple(self.tokens.shape)} (members, [groups,] capacity, max_len); use the same "
+                             "settings")
         self.tokens = state["tokens"].to(self.tokens.device).clone()
         self.rewards = state["rewards"].to(self.rewards.device).clone()
-        self.hashes = row_hashes(self.tokens)
+        self.hashes = row_hashes(self.tokens)  # an empty slot's hash is never read
         for name in self.extras:
             self.extras[name] = state[f"extra.{name}"].to(self.tokens.device).clone()
 

@@ -39,17 +39,17 @@ def measure(algo: str, config: object, task: str = "reverse", seeds: tuple[int, 
     """Time ``steps`` training steps of ``algo`` after ``warmup`` ones; then record the programs
     of ``replay`` more steps and time the env alone on them. # sync point: timing."""
     trainer = Trainer(TrainConfig(task=task, algo=algo, algo_config=config, seeds=seeds, max_len=max_len,
-                                  log_dir=None, progress=False, device=device, npe=10**12))
+                                  log_dir=None, progress=False, device=device, npe=None))
     n = trainer.num_members * trainer.batch
     for _ in range(warmup):
         trainer.step()
     _synchronize(trainer.device)
-    start, executed = time.perf_counter(), trainer.programs_executed
+    start, executed = time.perf_counter(), trainer.env_programs
     for _ in range(steps):
         trainer.step()
     _synchronize(trainer.device)
     agent = time.perf_counter() - start
-    executed = trainer.programs_executed - executed  # a member that waited wrote no programs
+    executed = trainer.env_programs - executed  # a member that waited wrote no programs
     batches, propose = [], trainer.algorithm.propose
     trainer.algorithm.propose = lambda: _recorded(propose(), batches, n)
     for _ in range(replay):

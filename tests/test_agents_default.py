@@ -13,9 +13,9 @@ import torch
 from states import assert_same
 from synthenv import reference, tasks
 from synthenv.agents import PPO, MutationConfig, PPOConfig, TrainConfig, Trainer, train
-from synthenv.agents.islands import EMPTY, Islands
-from synthenv.agents.ppo import HANDOVER_EVERY
-from synthenv.agents.priority_queue import ProgramQueue
+from synthenv.agents.islands import Islands
+from synthenv.agents.ppo import HANDOVER_CHECK_EVERY
+from synthenv.agents.priority_queue import EMPTY, ProgramQueue
 from synthenv.language import decode_batch
 
 SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_every=1, update_batch=16,
@@ -43,7 +43,7 @@ def test_the_elitist_phase_is_the_mutation_baseline():
         assert torch.equal(ppo.algorithm.propose(), mutation.algorithm.propose())
         stats, _ = ppo.step()
         mutation.step()
-        assert stats["charts/elitist_phase"].tolist() == [1.0, 1.0] and not bool(stats["_learned"].any())
+        assert stats["charts/elitist_phase"].tolist() == [1.0, 1.0] and "losses/policy_loss" not in stats
         assert "charts/improve_rate_policy" not in stats  # the islands do not run
     assert ppo.algorithm.elitist == [True, True]
     assert torch.equal(ppo.algorithm.queue.tokens, mutation.algorithm.elite.tokens)
@@ -54,7 +54,7 @@ def _until_handover(trainer: Trainer, steps: int = 60) -> int:
     for _ in range(steps):
         trainer.step()
         if not trainer.algorithm.elitist[0]:
-            return trainer.algorithm.generation
+            return trainer.algorithm.step_count
     raise AssertionError(f"no hand-over in {steps} steps")
 
 
@@ -75,12 +75,13 @@ def test_a_member_hands_over_to_islands_seeded_from_its_queue_when_the_queue_sta
     trainer = _trainer("ppo", config)
     agent = trainer.algorithm
     generation = _until_handover(trainer)
-    assert generation % HANDOVER_EVERY == 0 and int(agent.elite_stale[0]) >= config.elitist_patience
+    assert generation % HANDOVER_CHECK_EVERY == 0 and int(agent.search.stale[0]) >= config.elitist_patience
     queued = {tuple(row): reward for row, reward in zip(agent.queue.tokens[0].tolist(), agent.queue.rewards[0].tolist())}
+    programs = agent.islands.programs
     for island in range(2):  # seeded from the queue, with the queue's rewards
-        for row, reward in zip(agent.islands.tokens[0, island].tolist(), agent.islands.rewards[0, island].tolist()):
+        for row, reward in zip(programs.tokens[0, island].tolist(), programs.rewards[0, island].tolist()):
             assert queued[tuple(row)] == reward
-    assert bool((agent.islands.rewards[0, 2:] == EMPTY).all())  # fresh, not run yet
+    assert bool((programs.rewards[0, 2:] == EMPTY).all())  # fresh, not run yet
     assert float(agent.islands.best[0].max()) == EMPTY and int(agent.islands.restarts[0]) == 0
     stats, _ = trainer.step()  # the islands' first generation
     assert stats["charts/elitist_phase"].tolist() == [0.0] and "charts/improve_rate_policy" in stats
@@ -94,10 +95,10 @@ def test_by_default_a_member_hands_over_to_fresh_islands_and_keeps_its_queue():
     agent = trainer.algorithm
     queue_before = _before_each_hand_over(agent, lambda member: agent.queue.tokens.clone())
     _until_handover(trainer)
-    assert bool((agent.islands.rewards[0] == EMPTY).all())  # every island fresh, none run yet
+    assert bool((agent.islands.programs.rewards[0] == EMPTY).all())  # every island fresh, none run yet
     assert torch.equal(agent.queue.tokens, queue_before[0])  # the queue stays: crossover mates
     queued = {tuple(row) for row in agent.queue.tokens[0].tolist()}
-    island_programs = {tuple(row) for row in agent.islands.tokens[0].flatten(0, 1).tolist()}
+    island_programs = {tuple(row) for row in agent.islands.programs.tokens[0].flatten(0, 1).tolist()}
     assert len(island_programs & queued) < len(queued)  # not the queue's programs
 
 
@@ -140,7 +141,7 @@ def test_the_elitist_phase_skips_the_feedback_features_and_runs_the_same_search(
             return env_step(actions)
 
         trainer.env.step = step
-        for _ in range(4 * HANDOVER_EVERY):
+        for _ in range(4 * HANDOVER_CHECK_EVERY):
             trainer.step()
         assert not any(trainer.algorithm.elitist)  # both handed over within the run
         return written, skipped, mixed
@@ -159,46 +160,50 @@ def test_without_the_elitist_phase_the_islands_start_at_once():
     assert PPOConfig().elitist  # the default
     with_phase = _trainer("ppo", dataclasses.replace(SMALL, elitist=True))
     with_phase.algorithm.propose()
-    assert not with_phase.algorithm._pending
+    assert with_phase.algorithm._proposal is None  # the islands wrote nothing
     without = _trainer("ppo", SMALL)
     without.algorithm.propose()
-    assert without.algorithm.elitist == [False] and "children" in without.algorithm._pending
+    assert without.algorithm.elitist == [False] and without.algorithm._proposal is not None
 
 
 def test_the_policy_writes_a_share_of_each_generation_and_learns():
     trainer = run_steps(SMALL)
     assert all("charts/improve_rate_policy" in stats for stats in trainer.stats)
-    assert all(bool(stats["_learned"].all()) for stats in trainer.stats)  # update_every=1: an update each step
-    untrained = PPO(SMALL, (1,), 10, torch.device("cpu")).editor.state_dict()
-    trained = trainer.algorithm.editor.state_dict()
+    assert all(bool(torch.isfinite(stats["losses/policy_loss"]).all()) for stats in trainer.stats)  # each step
+    untrained = PPO(SMALL, (1,), 10, torch.device("cpu")).learner.policy.state_dict()
+    trained = trainer.algorithm.learner.policy.state_dict()
     assert any(not torch.equal(untrained[k], trained[k]) for k in trained)
 
 
-def test_the_policy_writes_k_variants_of_each_parent_it_reads():
-    """``variants_per_parent``: each island's policy children are K variants of each of n_pol / K parents,
-    the update buffer keeps one copy of each parent read, and K = 1 reads a parent per variant."""
+def test_the_policy_writes_v_variants_of_each_parent_it_reads():
+    """``variants_per_parent``: each island's policy children are V variants of each of n_pol / V parents,
+    the rollout keeps one copy of each parent read, and V = 1 reads a parent per variant."""
     trainer = run_steps(SMALL, steps=2)
     agent, n_pol = trainer.algorithm, SMALL.policy_children
-    assert SMALL.policy_group == 4 == n_pol
+    assert SMALL.variants_per_parent == 4 == n_pol
     agent.propose()
-    pending = agent._pending
-    for name in ("parents", "features", "parent_rewards"):
-        value = pending[name][:, :, :n_pol]
+    parents = agent._proposal.parents
+    for name in ("tokens", "features", "rewards"):
+        value = getattr(parents, name).view(1, SMALL.islands, SMALL.children_per_island, -1)[:, :, :n_pol]
         assert torch.equal(value, value[:, :, :1].expand_as(value)), name
-    assert agent.buffer["parents"].shape[1] == SMALL.islands * n_pol // 4 == agent.buffer["gains"].shape[1] // 4
+    rollout = agent.learner.rollout
+    assert rollout.parents.shape[1] == SMALL.islands * n_pol // 4 * SMALL.update_every == rollout.gains.shape[1] // 4
     one = run_steps(dataclasses.replace(SMALL, variants_per_parent=1), steps=2).algorithm
     one.propose()
-    parents = one._pending["parents"][:, :, :n_pol]
-    assert not torch.equal(parents, parents[:, :, :1].expand_as(parents))
-    assert one.buffer["parents"].shape[1] == one.buffer["gains"].shape[1]
+    tokens = one._proposal.parents.tokens.view(1, SMALL.islands, SMALL.children_per_island, -1)[:, :, :n_pol]
+    assert not torch.equal(tokens, tokens[:, :, :1].expand_as(tokens))
+    assert one.learner.rollout.parents.shape[1] == one.learner.rollout.gains.shape[1]
 
 
-def test_the_variants_per_parent_is_the_largest_that_divides_the_policy_share_and_update_batch():
-    config = dataclasses.replace(SMALL, batch_size=96, islands=4, policy_fraction=0.25)  # 6 policy children
-    assert config.policy_children == 6 and config.policy_group == 2  # 4 and 3 do not divide 6 and 16
-    assert dataclasses.replace(config, update_batch=18).policy_group == 3
-    assert dataclasses.replace(config, variants_per_parent=1).policy_group == 1
-    assert dataclasses.replace(SMALL, policy_fraction=0.0).policy_group == 1
+def test_variants_per_parent_must_divide_the_policy_share_and_update_batch():
+    config = dataclasses.replace(SMALL, batch_size=96, islands=4, policy_fraction=0.25, variants_per_parent=2)
+    assert config.policy_children == 6 and config.policy_reads == 3
+    with pytest.raises(ValueError, match=r"variants_per_parent=4 must divide the policy variants per island \(6"):
+        dataclasses.replace(config, variants_per_parent=4)
+    with pytest.raises(ValueError, match=r"variants_per_parent=3 must divide .* update_batch \(16\)"):
+        dataclasses.replace(config, variants_per_parent=3)
+    assert dataclasses.replace(config, variants_per_parent=3, update_batch=18).policy_reads == 2
+    assert dataclasses.replace(SMALL, policy_fraction=0.0, variants_per_parent=3).policy_children == 0  # unused
     with pytest.raises(ValueError, match="variants_per_parent"):
         dataclasses.replace(SMALL, variants_per_parent=0)
 
@@ -212,7 +217,7 @@ def test_the_new_best_rates_count_the_children_that_beat_their_islands_best():
     agent.islands.best[0, 1] = -1e9  # one that every child beats
     best = agent.islands.best[0].clone()  # [G]
     stats, _ = trainer.step()
-    children = agent._pending["children"][0]  # [G, C, L]
+    children = agent._proposal.children[0]  # [G, C, L]
     beat, known = torch.zeros(children.shape[:2]), torch.zeros(children.shape[:2])
     for g, island in enumerate(children):
         for c, code in enumerate(decode_batch(island)):
@@ -231,25 +236,25 @@ def test_the_new_best_rates_count_the_children_that_beat_their_islands_best():
 def test_without_the_policy_nothing_is_learned():
     trainer = run_steps(dataclasses.replace(SMALL, policy_fraction=0.0))
     assert not any("charts/improve_rate_policy" in stats for stats in trainer.stats)
-    assert not any(bool(stats["_learned"].any()) for stats in trainer.stats)
+    assert not any(key.startswith("losses/") for stats in trainer.stats for key in stats)
 
 
 @pytest.mark.parametrize("switch", [dict(pg_weight=0.0), dict(queue_weight=0.0), dict(feedback=False),
                                     dict(entropy_coef=0.0), dict(risk_quantile=0.5), dict(variants_per_parent=1)],
                          ids=["no-ppo", "no-imitation", "no-feedback", "no-entropy", "risk-seeking", "one-variant"])
 def test_each_learning_switch_changes_the_policy_update(switch):
-    base = run_steps(SMALL, steps=3).algorithm.editor.state_dict()
-    changed = run_steps(dataclasses.replace(SMALL, **switch), steps=3).algorithm.editor.state_dict()
+    base = run_steps(SMALL, steps=3).algorithm.learner.policy.state_dict()
+    changed = run_steps(dataclasses.replace(SMALL, **switch), steps=3).algorithm.learner.policy.state_dict()
     assert any(not torch.equal(base[k], changed[k]) for k in base)
 
 
 def test_without_feedback_the_policy_sees_zero_features():
     trainer = run_steps(dataclasses.replace(SMALL, feedback=False), steps=2)
     trainer.algorithm.propose()
-    assert not trainer.algorithm._pending["features"].any()
+    assert not trainer.algorithm._proposal.parents.features.any()
     trainer = run_steps(SMALL, steps=2)
     trainer.algorithm.propose()
-    assert trainer.algorithm._pending["features"].any()
+    assert trainer.algorithm._proposal.parents.features.any()
 
 
 def test_without_crossover_there_are_no_crossover_children():
@@ -260,25 +265,25 @@ def test_without_crossover_there_are_no_crossover_children():
 
 def test_the_elite_share_breeds_variants_of_queued_programs():
     """With elite_fraction, the last children of a generation are 1..max_edits edits of queue programs."""
-    config = dataclasses.replace(SMALL, elite_fraction=0.25)  # 16 of 64 children: 48 for 4 islands
-    assert (config.elite_children, config.children_per_island) == (16, 12)
+    config = dataclasses.replace(SMALL, elite_fraction=0.25, variants_per_parent=1)  # 16 of 64: 48 for 4 islands
+    assert (config.elite_variants, config.children_per_island) == (16, 12)
     trainer = run_steps(config, steps=3)
     assert all("charts/improve_rate_elite" in stats for stats in trainer.stats)
     agent = trainer.algorithm
     children = agent.propose()
     assert children.shape == (1, 64, 10)
-    elite = agent._pending["elite"]
-    assert torch.equal(children[:, 48:], elite["children"])
+    parents, elite = agent._proposal.elite
+    assert torch.equal(children[:, 48:], elite.tokens)
     queued = {tuple(row) for row in agent.queue.tokens[0].tolist()}
-    assert all(tuple(row) in queued for row in elite["parents"][0].tolist())
-    assert torch.equal(elite["parent_rewards"], ProgramQueue.gather(agent.queue.rewards, _slots(agent, elite)))
-    assert bool((elite["edits"].count >= 1).all()) and bool((elite["edits"].count <= config.max_edits).all())
+    assert all(tuple(row) in queued for row in parents.tokens[0].tolist())
+    assert torch.equal(parents.rewards, ProgramQueue.gather(agent.queue.rewards, _slots(agent, parents.tokens)))
+    assert bool((elite.edits.count >= 1).all()) and bool((elite.edits.count <= config.max_edits).all())
     assert "charts/improve_rate_elite" not in run_steps(SMALL, steps=1).stats[-1]
 
 
-def _slots(agent: PPO, elite: dict) -> torch.Tensor:
-    """The queue slot of each elite parent (queued programs are unique)."""
-    same = (elite["parents"][:, :, None, :] == agent.queue.tokens[:, None, :, :]).all(-1)  # [S, E, K]
+def _slots(agent: PPO, parents: torch.Tensor) -> torch.Tensor:
+    """The queue slot of each parent ``[S, N, L]`` of the elite variants (queued programs are unique)."""
+    same = (parents[:, :, None, :] == agent.queue.tokens[:, None, :, :]).all(-1)  # [S, N, Q]
     return same.long().argmax(-1)
 
 
@@ -296,18 +301,27 @@ def test_restarts_happen_only_when_switched_on():
     assert int(without.algorithm.islands.restarts.sum()) == 0
 
 
+def _islands(tokens: torch.Tensor, num_features: int) -> Islands:
+    """Islands holding ``tokens [S, G, M, L]``, not run yet."""
+    s, g, m, length = tokens.shape
+    islands = Islands([torch.Generator().manual_seed(i) for i in range(s)], g, m, length, 1, num_features)
+    islands.programs.tokens = tokens
+    return islands
+
+
 def test_drift_lets_equally_good_children_in():
     """Ties keep the island's own programs unless random tie keys break them (neutral drift)."""
     def merged(tie_keys):
-        islands = Islands(torch.ones((1, 1, 4, 3), dtype=torch.int64), num_features=1)
-        islands.tokens[0, 0, :, 0] = torch.arange(1, 5)
-        islands.rewards.fill_(0.5)
-        islands.hashes = torch.arange(4)[None, None]
+        islands = _islands(torch.ones((1, 1, 4, 3), dtype=torch.int64), num_features=1)
+        programs = islands.programs
+        programs.tokens[0, 0, :, 0] = torch.arange(1, 5)
+        programs.rewards.fill_(0.5)
+        programs.hashes = torch.arange(4)[None, None]
         children = torch.full((1, 1, 4, 3), 7)
         children[0, 0, :, 1] = torch.arange(1, 5)
         islands.merge(children, torch.full((1, 1, 4), 0.5), torch.zeros(1, 1, 4, 1), torch.arange(10, 14)[None, None],
-                      islands.tokens.clone(), patience=100, tie_keys=tie_keys)
-        return (islands.tokens[0, 0, :, 0] == 7).sum().item()  # children kept
+                      programs.tokens.clone(), patience=100, tie_keys=tie_keys)
+        return (islands.programs.tokens[0, 0, :, 0] == 7).sum().item()  # children kept
 
     assert merged(None) == 0
     keys = torch.tensor([[[0.9, 0.8, 0.7, 0.6, 0.1, 0.2, 0.3, 0.4]]])  # children draw the smaller keys: first
@@ -323,25 +337,37 @@ def test_islands_of_some_members_merge_on_a_copy_and_go_back_in_their_place():
     children = torch.randint(0, 9, (3, 2, 6, 5), generator=gens[1])
     rewards, features = torch.rand((3, 2, 6), generator=gens[2]), torch.rand((3, 2, 6, 1), generator=gens[2])
     hashes, fresh = torch.arange(36).view(3, 2, 6), torch.zeros((3, 2, 4, 5), dtype=torch.int64)
-    in_place, via_copy = Islands(tokens.clone(), 1), Islands(tokens.clone(), 1)
+    in_place, via_copy = _islands(tokens.clone(), 1), _islands(tokens.clone(), 1)
     in_place.merge(children, rewards, features, hashes, fresh, patience=100)
     before = via_copy.state_dict()
     index = torch.tensor([2, 0])
     part = via_copy.members(index)
     part.merge(children[index], rewards[index], features[index], hashes[index], fresh[index], patience=100)
     via_copy.put_members(index, part)
-    merged, kept = in_place.state_dict(), via_copy.state_dict()
+    merged, kept = _flat(in_place.state_dict()), _flat(via_copy.state_dict())
+    before = _flat(before)
     for name in merged:
         assert torch.equal(kept[name][index], merged[name][index]), name
         assert torch.equal(kept[name][1], before[name][1]), name
-    assert not torch.equal(merged["tokens"][1], before["tokens"][1])  # merging changes what it reaches
+    assert not torch.equal(merged["programs.tokens"][1], before["programs.tokens"][1])  # merging changes it
+
+
+def _flat(state: dict, prefix: str = "") -> dict:
+    """A nested state dict as one level, keys joined by dots."""
+    rows = {}
+    for key, value in state.items():
+        if isinstance(value, dict):
+            rows.update(_flat(value, f"{prefix}{key}."))
+        else:
+            rows[f"{prefix}{key}"] = value
+    return rows
 
 
 def test_the_agent_solves_a_task_from_a_task_file(tmp_path):
     task_file = tmp_path / "add-three.json"
     pairs = [[[v], [(v + 3) % 256]] for v in (0, 5, 17, 100, 250, 41)]
     task_file.write_text(json.dumps({"name": "add-three", "base": 256, "cases": pairs}))
-    (result,) = train(TrainConfig(task=str(task_file), algo="ppo", seconds=60, log_dir=None, progress=False))
+    (result,) = train(TrainConfig(task=str(task_file), algo="ppo", npe=3_000_000, log_dir=None, progress=False))
     assert result.solved
     task = tasks.from_spec(str(task_file))
     assert reference.score_program(result.best_program, task.cases, task.base, task.max_steps).solved

@@ -5,7 +5,7 @@ Each algorithm's step (propose -> env step -> feedback -> learn) runs under the 
 torch engine, the torch scorer) and the agents' variation operators on their torch path (the C
 fast path is what a CPU runs; a GPU runs the torch one). Only the torch engine's documented
 periodic check is allowed (on a GPU the cuda engine has none), and the default agent's hand-over check,
-every 10 generations while a member is in its elitist phase.
+every ``HANDOVER_CHECK_EVERY`` steps while a member is in its elitist phase.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from synthenv.pipeline import Evaluator
 from synthenv.testing.syncguard import forbid_host_sync
 
 SMALL = {
-    "ppo": dict(batch_size=32, islands=2, island_size=4, queue_size=4, update_every=1, update_batch=8, elitist=False),
+    "ppo": dict(batch_size=32, islands=2, island_size=4, queue_size=4, update_every=1, update_batch=8, elitist=False,
+                variants_per_parent=1),
     "mutation": dict(batch_size=16, elite=4),
     "ga": dict(batch_size=16),
     "random": dict(batch_size=16),
@@ -67,7 +68,7 @@ def test_the_default_agent_syncs_only_to_hand_over(monkeypatch):
 
 
 def test_the_default_agent_syncs_only_to_hand_over_with_members_in_both_phases(monkeypatch):
-    """Seeds 5 and 7 hand over at generations 10 and 20: between them the islands run for seed 5 only."""
+    """Seeds 5 and 7 hand over at different steps: between them the islands run for one seed only."""
     trainer = gpu_path_trainer("ppo", monkeypatch, elitist=True, elitist_patience=1, seeds=(5, 7))
     phases = []
     with forbid_host_sync(allow=("torch_engine_check", "elitist_handover")) as guard:
@@ -75,4 +76,4 @@ def test_the_default_agent_syncs_only_to_hand_over_with_members_in_both_phases(m
             trainer.step()
             phases.append(tuple(trainer.algorithm.elitist))
     assert guard.count == 0, guard.report()
-    assert phases[8] == (False, True) and phases[-1] == (False, False)
+    assert len(set(phases)) == 3 and phases[-1] == (False, False)  # both, one, then neither in the elitist phase

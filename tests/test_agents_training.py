@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ from synthenv import agents, tasks
 from synthenv.checkpoint import CheckpointError
 from synthenv.language import canonical_programs
 from synthenv.agents import GAConfig, MutationConfig, PPOConfig, RandomConfig, TrainConfig, Trainer
+from synthenv.agents.ppo import HANDOVER_CHECK_EVERY
 from synthenv.tasks import Task
 
 # "." prints the zero cell: one token in eight solves it, so a batch of 64 always does
@@ -31,7 +33,7 @@ FAST = dict(log_dir=None, progress=False, engine="torch", log_every=1)
 def small_config(algo: str, **changes):
     config = {
         "ppo": PPOConfig(batch_size=32, islands=2, island_size=4, queue_size=4, update_every=2, update_batch=8,
-                         patience=2, elitist=False),
+                         patience=2, elitist=False, variants_per_parent=1),  # one policy child per island
         "mutation": MutationConfig(batch_size=16, elite=4),
         "pqt": dataclasses.replace(agents.default_config("pqt"), batch_size=8),
         "pg-pqt": dataclasses.replace(agents.default_config("pg-pqt"), batch_size=8),
@@ -43,10 +45,32 @@ def small_config(algo: str, **changes):
 
 
 def handover_config(**changes) -> TrainConfig:
-    """ppo with its elitist phase, seeds 5 and 7: seed 5 hands over at generation 10, seed 7 at 30."""
+    """ppo with its elitist phase, seeds 5 and 7, which hand over at different steps (``handovers``)."""
     settings = dict(task="reverse-tune", algo="ppo", npe=10**6, max_len=8, seeds=(5, 7),
-                    algo_config=small_config("ppo", elitist=True, elitist_patience=2), **FAST)
+                    algo_config=small_config("ppo", elitist=True, elitist_patience=2),
+                    **{**FAST, "engine": "auto"})  # most of these programs run to the step limit: the fast engine
     return TrainConfig(**{**settings, **changes})
+
+
+@functools.lru_cache(maxsize=None)
+def handovers(config: TrainConfig, steps: int = 60) -> list[int]:
+    """The step count at which each member of a run of ``config`` hands over (the first it is past its
+    elitist phase), checked against the rule: at a check step (every ``HANDOVER_CHECK_EVERY``), a running
+    member that has not solved hands over once its queue has gone ``elitist_patience`` generations unchanged."""
+    trainer = Trainer(dataclasses.replace(config, max_train_steps=steps))
+    agent, patience = trainer.algorithm, config.algo_config.elitist_patience
+    found = [None] * len(config.seeds)
+    for _ in range(steps):
+        trainer.step()
+        for member, elitist in enumerate(agent.elitist):
+            if found[member] is None and not elitist:
+                found[member] = trainer.step_count
+        stale, check = agent.search.stale.tolist(), trainer.step_count % HANDOVER_CHECK_EVERY == 0
+        for member, elitist in enumerate(agent.elitist):  # who is still elitist at a check must not be stale
+            assert not (check and elitist and stale[member] >= patience and not bool(agent.solved[member])), member
+    for member, step in enumerate(found):  # who handed over was stale then (its count restarts with changes)
+        assert step is not None and step % HANDOVER_CHECK_EVERY == 0, (member, step)
+    return tuple(found)
 
 
 def test_npe_counts_sampled_programs_only():
@@ -72,14 +96,16 @@ def test_a_solved_seed_stops_counting_while_the_others_go_on():
     trainer = Trainer(TrainConfig(task=DOT.name, algo="random", npe=64 * 40, max_len=1, seeds=(0,),
                                   algo_config=RandomConfig(batch_size=1), **FAST))
     results = trainer.run()
-    assert results[0].solved and results[0].npe == trainer.npe_done <= 64 * 40  # stopped at its first solve
+    assert results[0].solved and results[0].npe == trainer.schedule.done_programs <= 64 * 40  # its first solve
 
 
 @pytest.mark.parametrize("algo", ["ppo", "ppo-elitist", "mutation", "pqt", "ga"])
 def test_resume_gives_bitwise_the_same_next_updates(tmp_path, algo):
-    if algo == "ppo-elitist":  # resumed between seed 5's hand-over (step 10) and seed 7's (step 30)
+    if algo == "ppo-elitist":  # resumed between seed 5's hand-over and seed 7's
         base = handover_config()
-        steps, stop = 33, 21
+        first_over, last_over = sorted(handovers(base))
+        assert first_over < last_over
+        steps, stop = last_over + 3, first_over + 1 + (first_over % 2 == 0)  # stop between two updates
     else:
         base = TrainConfig(task="reverse-tune", algo=algo, npe=10_000, max_len=10, seeds=(3, 4),
                            algo_config=small_config(algo), **FAST)
@@ -92,11 +118,11 @@ def test_resume_gives_bitwise_the_same_next_updates(tmp_path, algo):
     resumed = Trainer(dataclasses.replace(base, max_train_steps=steps, resume=path))
     assert resumed.step_count == stop  # mid-way between two policy updates of ppo (update_every=2)
     if algo == "ppo-elitist":
-        assert resumed.algorithm.elitist == [False, True]
+        assert sorted(resumed.algorithm.elitist) == [False, True]
     resumed.run()
     assert_same(straight.algorithm.state_dict(), resumed.algorithm.state_dict())
-    assert straight.npe.tolist() == resumed.npe.tolist()
-    assert torch.equal(straight.best_tokens, resumed.best_tokens)
+    assert straight.record.npe.tolist() == resumed.record.npe.tolist()
+    assert torch.equal(straight.record.best_tokens, resumed.record.best_tokens)
 
 
 def test_resume_names_what_a_checkpoint_from_another_version_lacks(tmp_path):
@@ -127,56 +153,74 @@ def test_a_seed_trains_the_same_alone_or_batched():
     alone.run()
     batched = Trainer(dataclasses.replace(config, seeds=(5, 6)))
     batched.run()
-    for (name, a), b in zip(alone.algorithm.editor.state_dict().items(), batched.algorithm.editor.state_dict().values()):
+    for (name, a), b in zip(alone.algorithm.learner.policy.state_dict().items(),
+                            batched.algorithm.learner.policy.state_dict().values()):
         assert torch.allclose(a[0], b[0], atol=1e-5), name
-    assert torch.equal(alone.algorithm.islands.tokens[0], batched.algorithm.islands.tokens[0])
-    assert not torch.equal(batched.algorithm.islands.tokens[0], batched.algorithm.islands.tokens[1])
+    alone_islands, batched_islands = alone.algorithm.islands.programs.tokens, batched.algorithm.islands.programs.tokens
+    assert torch.equal(alone_islands[0], batched_islands[0])
+    assert not torch.equal(batched_islands[0], batched_islands[1])
+
+
+def _steps_and_phases(config: TrainConfig, steps: int) -> tuple[Trainer, list[tuple[bool, ...]], list[tuple[bool, ...]]]:
+    """A run of ``config``: the trainer, and at each step who was in the elitist phase and who stepped."""
+    trainer = Trainer(config)
+    phases, stepped = [], []
+    for _ in range(steps):
+        phases.append(tuple(trainer.algorithm.elitist))
+        trainer.step()
+        stepped.append(tuple(trainer.algorithm.stepping))
+    return trainer, phases, stepped
 
 
 def test_a_seed_trains_the_same_alone_or_batched_across_its_elitist_handover():
-    """Seed 5 hands over from its elitist phase at generation 10, seed 7 at 30: in between, only seed 5's islands
-    ran (on a copy of its rows, written back each generation), and only every 4th generation (islands_every) while
-    seed 7's elitist phase stepped at every one. Each seed's run is still the one it makes alone, in as many of
-    its own generations."""
-    config = handover_config(max_train_steps=36)
-    batched = Trainer(config)
-    phases, stepped = [], []
-    for _ in range(36):
-        batched.step()
-        phases.append(tuple(batched.algorithm.elitist))
-        stepped.append(tuple(batched.algorithm.stepped))
-    assert phases[8] == (True, True) and phases[9] == (False, True) and phases[29] == (False, False)
-    assert [step for step in range(10, 30) if stepped[step][0]] == [12, 16, 20, 24, 28]
-    assert all(step[1] for step in stepped) and all(step[0] for step in stepped[30:])
+    """Between the two seeds' hand-overs only the first seed's islands run (on a copy of its rows, written back
+    each generation), and only every islands_every-th step of the job while the other seed's elitist phase
+    steps at every one. Each seed's run is still the one it makes alone, in as many of its own generations."""
+    config = handover_config()
+    over = handovers(config)
+    first = min(range(2), key=over.__getitem__)
+    steps = max(over) + 6
+    batched, phases, stepped = _steps_and_phases(dataclasses.replace(config, max_train_steps=steps), steps)
+    every = config.algo_config.islands_every
+    for step in range(steps):  # the schedule's rule: the dear member steps every islands_every-th step
+        both_cheap_or_one_running = phases[step][1 - first] is False or phases[step][first] is True
+        expected_first = both_cheap_or_one_running or step % every == 0
+        assert stepped[step] == tuple(expected_first if m == first else True for m in range(2)), step
     own_steps = [sum(step[member] for step in stepped) for member in range(2)]
-    assert own_steps == [36 - 15, 36]
-    assert batched.member_programs == [steps * 32 for steps in own_steps] == batched.npe.tolist()
+    assert own_steps[1 - first] == steps > own_steps[first]
+    assert batched.schedule.programs == [count * 32 for count in own_steps] == batched.record.npe.tolist()
     for member, seed in enumerate((5, 7)):
         alone = Trainer(dataclasses.replace(config, seeds=(seed,), max_train_steps=own_steps[member]))
         alone.run()
         mine, theirs = alone.algorithm.state_dict(), batched.algorithm.state_dict()
-        for name, value in mine["editor"].items():
-            assert torch.allclose(value[0], theirs["editor"][name][member], atol=1e-6), name
-        for part in ("islands", "queue", "edit_queue"):
-            for name, value in mine[part].items():
-                assert torch.equal(value[0], theirs[part][name][member]), (part, name)
-        assert int(alone.algorithm.optimizer.steps[0]) == int(batched.algorithm.optimizer.steps[member]) > 0
+        for name, value in mine["learner"]["policy"].items():
+            assert torch.allclose(value[0], theirs["learner"]["policy"][name][member], atol=1e-6), name
+        for part, rows in (("islands", mine["islands"]["programs"]), ("queue", mine["search"]["elite"]),
+                           ("imitation", mine["learner"]["imitation"])):
+            other = {"islands": theirs["islands"]["programs"], "queue": theirs["search"]["elite"],
+                     "imitation": theirs["learner"]["imitation"]}[part]
+            for name, value in rows.items():
+                assert torch.equal(value[0], other[name][member]), (part, name)
+        assert int(alone.algorithm.learner.optimizer.steps[0]) == int(batched.algorithm.learner.optimizer.steps[member])
+        assert int(alone.algorithm.learner.optimizer.steps[0]) > 0
 
 
 def test_the_schedule_changes_when_a_seed_steps_never_what_it_writes():
-    """With islands_every=4 seed 5's islands wait 3 generations in 4 while seed 7 is in its elitist phase; with 1
-    they step at every one. Each seed writes the same programs in its own generations either way (its policy
-    updates and the slots of its update buffer follow its own count)."""
+    """With islands_every=4 the first seed past its elitist phase waits 3 steps in 4 while the other is still in
+    its own; with 1 it steps at every one. Each seed writes the same programs in its own generations either way
+    (its policy updates and the slots of its rollout follow its own count)."""
+    steps = max(handovers(handover_config())) + 6
+
     def own_programs(islands_every: int) -> list[list[torch.Tensor]]:
-        config = handover_config(max_train_steps=36)
+        config = handover_config(max_train_steps=steps)
         config = dataclasses.replace(config, algo_config=dataclasses.replace(config.algo_config,
                                                                               islands_every=islands_every))
         trainer = Trainer(config)
         env_step, written = trainer.env.step, [[], []]
 
         def step(actions):
-            for member, stepped in enumerate(trainer.algorithm.stepped):
-                if stepped:
+            for member, stepping in enumerate(trainer.algorithm.stepping):
+                if stepping:
                     written[member].append(actions.view(2, 32, -1)[member].clone())
             return env_step(actions)
 
@@ -185,26 +229,28 @@ def test_the_schedule_changes_when_a_seed_steps_never_what_it_writes():
         return written
 
     waiting, every = own_programs(4), own_programs(1)
-    assert [len(programs) for programs in waiting] == [21, 36] and [len(programs) for programs in every] == [36, 36]
+    assert sorted(len(programs) for programs in waiting)[0] < steps == max(len(programs) for programs in waiting)
+    assert [len(programs) for programs in every] == [steps, steps]
     for member in range(2):
         assert all(torch.equal(a, b) for a, b in zip(waiting[member], every[member])), member
 
 
 def test_a_seed_spends_its_whole_budget_even_when_it_waited():
-    """Seed 5's islands wait 3 generations in 4 while seed 7 is in its elitist phase (generations 10-30), so seed 7
-    spends its budget of 40 generations first; the job goes on for seed 5 alone until its 40 are spent too, and
-    each seed's run is the one it makes alone."""
+    """The seed that waits 3 steps in 4 while the other is in its elitist phase spends its budget of 40
+    generations last; the job goes on for it alone until its 40 are spent too, and each seed's run is the one
+    it makes alone."""
     config = handover_config(npe=40 * 32)
     batched = Trainer(config)
     results = batched.run()
     assert [r.npe for r in results] == [40 * 32] * 2 and not any(r.solved for r in results)
-    assert batched.step_count == 10 + 5 + 40 and batched.member_programs == [40 * 32] * 2
+    assert batched.step_count > 40 and batched.schedule.programs == [40 * 32] * 2
     for member, seed in enumerate((5, 7)):
         alone = Trainer(dataclasses.replace(config, seeds=(seed,)))
         mine = alone.run()[0]
+        assert alone.step_count == 40
         assert (mine.npe, mine.best_program, mine.best_reward) == (40 * 32, results[member].best_program,
                                                                   results[member].best_reward)
-        assert torch.equal(alone.algorithm.islands.tokens[0], batched.algorithm.islands.tokens[member])
+        assert torch.equal(alone.algorithm.islands.programs.tokens[0], batched.algorithm.islands.programs.tokens[member])
 
 
 @pytest.mark.parametrize("algo", ["ppo", "mutation"])
@@ -218,17 +264,17 @@ def test_a_finished_member_writes_empty_programs_and_keeps_its_state(algo):
     queue = agent.queue if algo == "ppo" else agent.elite
     for _ in range(3):
         trainer.step()
-    trainer.finished = [True, False]
-    before, npe = {k: v[0].clone() for k, v in queue.state_dict().items()}, trainer.npe.tolist()
+    trainer.schedule.finished = [True, False]
+    before, npe = {k: v[0].clone() for k, v in queue.state_dict().items()}, trainer.record.npe.tolist()
     env_step, actions = trainer.env.step, []
     trainer.env.step = lambda tokens: (actions.append(tokens.clone()), env_step(tokens))[1]
     for _ in range(3):
         trainer.step()
-        assert agent.stepped == [False, True] and trainer.member_programs[1] > trainer.member_programs[0]
+        assert agent.stepping == [False, True] and trainer.schedule.programs[1] > trainer.schedule.programs[0]
         programs = canonical_programs(actions[-1]).view(2, agent.programs_per_step, -1)
         assert not programs[0].any() and programs[1].any()  # every program of member 0 is empty
     assert_same(before, {k: v[0] for k, v in queue.state_dict().items()})
-    assert trainer.npe.tolist()[0] == npe[0] and trainer.npe.tolist()[1] == npe[1] + 3 * agent.programs_per_step
+    assert trainer.record.npe.tolist()[0] == npe[0] and trainer.record.npe.tolist()[1] == npe[1] + 3 * agent.programs_per_step
     alone = Trainer(dataclasses.replace(config, seeds=(3,)))
     alone.run()
     alone_queue = alone.algorithm.queue if algo == "ppo" else alone.algorithm.elite
@@ -236,28 +282,32 @@ def test_a_finished_member_writes_empty_programs_and_keeps_its_state(algo):
 
 
 def test_a_member_in_its_elitist_phase_costs_the_islands_nothing():
-    """Between seed 5's hand-over (generation 10) and seed 7's (30), seed 7's islands, update buffer, edit
-    queue, edit policy and generator are left as they were: only seed 5's rows are computed."""
-    trainer = Trainer(handover_config())
+    """Between the two seeds' hand-overs, the seed still in its elitist phase keeps its islands, rollout,
+    imitation queue, edit policy and generator as they were: only the other seed's rows are computed."""
+    config = handover_config()
+    over = handovers(config)
+    first, later = min(range(2), key=over.__getitem__), max(range(2), key=over.__getitem__)
+    trainer = Trainer(config)
     agent = trainer.algorithm
-    for _ in range(11):
+    for _ in range(over[first]):
         trainer.step()
-    assert agent.elitist == [False, True]
+    assert not agent.elitist[first] and agent.elitist[later]
 
-    def member_one():
+    def member(index: int) -> dict:
         state = agent.state_dict()
-        return {"islands": {k: v[1] for k, v in state["islands"].items()},
-                "edit_queue": {k: v[1] for k, v in state["edit_queue"].items()},
-                "editor": {k: v[1] for k, v in state["editor"].items()},
-                "buffer": {k: v[1] for k, v in state["buffer"].items()},
-                "generator": state["generators"][1]}
+        learner = state["learner"]
+        return {"islands": {k: v[index] for k, v in state["islands"]["programs"].items()},
+                "imitation": {k: v[index] for k, v in learner["imitation"].items()},
+                "policy": {k: v[index] for k, v in learner["policy"].items()},
+                "rollout": {k: v[index] for k, v in learner["rollout"].items()},
+                "generator": state["generators"][index]}
 
-    before, seed_five = member_one(), agent.islands.tokens[0].clone()
-    for _ in range(10):
+    before, first_islands = member(later), agent.islands.programs.tokens[first].clone()
+    for _ in range(over[later] - over[first] - 1):
         trainer.step()
-    assert agent.elitist == [False, True]
-    assert_same(before, member_one())
-    assert not torch.equal(seed_five, agent.islands.tokens[0])  # seed 5's islands evolved meanwhile
+    assert agent.elitist[later]
+    assert_same(before, member(later))
+    assert not torch.equal(first_islands, agent.islands.programs.tokens[first])  # evolved meanwhile
 
 
 def test_a_member_that_solved_stays_in_its_elitist_phase():
@@ -269,14 +319,15 @@ def test_a_member_that_solved_stays_in_its_elitist_phase():
     for _ in range(30):
         trainer.step()
     assert trainer.algorithm.solved.tolist() == [True, True]
-    assert int(trainer.algorithm.elite_stale.min()) > 2 and trainer.algorithm.elitist == [True, True]
+    assert int(trainer.algorithm.search.stale.min()) > 2 and trainer.algorithm.elitist == [True, True]
 
 
 def test_bad_settings_raise_clear_errors():
     with pytest.raises(ValueError, match="Did you mean 'ppo'"):
         TrainConfig(algo="ppp")
-    with pytest.raises(ValueError, match="npe must be a positive int"):
+    with pytest.raises(ValueError, match="npe must be a positive int .* or None"):
         TrainConfig(npe=0)
+    assert TrainConfig(npe=None).npe is None  # no NPE budget
     with pytest.raises(ValueError, match="seconds must be a finite float in \\(0, inf\\), got nan"):
         TrainConfig(seconds=float("nan"))
     with pytest.raises(ValueError, match="seeds must be distinct"):
@@ -291,7 +342,7 @@ def test_a_time_budget_stops_the_job_within_one_sync_interval():
     trainer = Trainer(TrainConfig(task="reverse", algo="random", seconds=0.3, max_len=20, log_every=2,
                                   algo_config=RandomConfig(batch_size=64), log_dir=None, progress=False))
     results = trainer.run()
-    steps_after = sum(1 for t in trainer.step_seconds if t >= 0.3)
+    steps_after = sum(1 for t in trainer.record.step_seconds if t >= 0.3)
     assert 1 <= steps_after <= 2  # the step that crossed the budget, then at most up to the next sync point
     assert not results[0].solved and results[0].seconds == pytest.approx(trainer.elapsed)
 

@@ -15,7 +15,7 @@ from synthenv.cli.train import TrainCommand, command_type
 
 ALGOS = agents.names()
 TINY = {"ppo": ["--batch-size", "32", "--islands", "2", "--island-size", "4", "--queue-size", "4",
-                "--update-every", "1", "--update-batch", "8", "--no-elitist"],
+                "--update-every", "1", "--update-batch", "8", "--no-elitist", "--variants-per-parent", "1"],
         "mutation": ["--batch-size", "8", "--elite", "4"], "ga": ["--batch-size", "10"]}
 
 
@@ -95,7 +95,8 @@ def test_seconds_bound_the_run_and_the_summary_says_so(tmp_path, capsys):
     assert main(["train", "--task", "reverse", "--algo", "random", "--seconds", "0.5", "--max-len", "20",
                  "--log-dir", "None", "--no-progress", "--log-every", "1", "--json-out", str(tmp_path / "o.json")]) == 0
     (result,) = json.loads((tmp_path / "o.json").read_text())
-    assert not result["solved"] and 0.5 <= result["seconds"] < 5 and result["npe"] < agents.TrainConfig().npe
+    assert not result["solved"] and result["seconds"] >= 0.5  # it ran until the time budget was spent,
+    assert result["npe"] < agents.TrainConfig().npe  # which bound before the NPE budget
     out = capsys.readouterr().out
     assert f"seed 0: not solved in {result['npe']:,} programs" in out
     assert "reverse / random: solved 0/1, mean NPE to solve -;" in out
@@ -128,7 +129,7 @@ def test_every_config_field_is_an_option_of_its_own(algo, capsys):
 
 
 def test_one_set_of_defaults_and_one_name_per_concept():
-    assert TrainCommand().npe == agents.TrainConfig().npe and TrainCommand().task == agents.TrainConfig().task
+    assert TrainCommand().job == agents.TrainConfig()  # the command's job options are TrainConfig's own fields
     for algo in ALGOS:
         names = {f.name for f in dataclasses.fields(agents.default_config(algo))}
         assert not names & {"ent_coef", "queue_coef", "population", "lr"}, algo  # entropy_coef, queue_weight...

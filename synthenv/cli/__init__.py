@@ -3,7 +3,7 @@
 Each command is a frozen dataclass (fields documented, defaults shown in ``--help``) with a
 ``run()`` method, in its own module; ``COMMANDS`` lists them. ``synthenv <command> --help``.
 
-Errors (STYLE §19): a mistake the user can fix (a ``synthenv.errors.UserError``, any
+Errors: a mistake the user can fix (a ``synthenv.errors.UserError``, any
 ``ValueError`` or ``TypeError`` from checking options, a path that cannot be read or written)
 prints one line, ``synthenv <command>: error: <message>``, and exits with code 2; tyro's own
 parse errors (an unknown flag, a value of the wrong type, a config that refuses its values)
@@ -20,6 +20,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+import tyro
+
+from synthenv.cli.train import algo_from_argv, command_type
+from synthenv.distributed import EXIT_RANK_FAILED, RankFailed
 from synthenv.errors import USER_ERRORS, describe
 
 # command name -> (module, config class). Each config is a frozen dataclass with run().
@@ -41,13 +45,9 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``synthenv`` script; returns the process exit code."""
-    import tyro
-
     configs = {name: getattr(importlib.import_module(module), cls) for name, (module, cls) in COMMANDS.items()}
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["train"]:  # the chosen algorithm's config fields become options of their own
-        from synthenv.cli.train import algo_from_argv, command_type
-
         configs["train"] = command_type(algo_from_argv(args[1:]))
     command = args[0] if args and args[0] in configs else ""
     try:
@@ -70,8 +70,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         _report(command, describe(error))
         return EXIT_USER_ERROR
     except Exception as error:
-        from synthenv.distributed import EXIT_RANK_FAILED, RankFailed
-
         if not isinstance(error, RankFailed) or os.environ.get("SYNTHENV_TRACEBACK"):
             raise
         _report(command, describe(error))

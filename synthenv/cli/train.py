@@ -1,10 +1,10 @@
 """``synthenv train``: train a synthesis agent on a task, with TensorBoard logs and checkpoints.
 
-The command line is generated from the configs (tyro): the job's options are ``TrainConfig``'s
-(with ``--seed``/``--num-seeds`` for its seeds) and every field of the chosen algorithm's config
-is an option of its own name (``--batch-size``, ``--learning-rate``, nested ones as
-``--editor.hidden`` or ``--policy.kind``). ``--algo NAME`` picks the algorithm, and so which
-options exist: ``synthenv train --algo ga --help`` lists the GA's.
+The command line is generated from the configs (tyro): every field of ``agents.TrainConfig`` is an
+option of its own name (``--task``, ``--npe``, ``--seconds``...), its seeds given as ``--seed`` and
+``--num-seeds``, and every field of the chosen algorithm's config too (``--batch-size``,
+``--learning-rate``, nested ones as ``--editor.hidden`` or ``--policy.kind``). ``--algo NAME`` picks
+the algorithm, and so which options exist: ``synthenv train --algo ga --help`` lists the GA's.
 """
 
 from __future__ import annotations
@@ -12,65 +12,33 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from typing import Annotated
 
 import tyro
 
-from synthenv.agents.trainer import DEFAULT_NPE, TrainConfig
+from synthenv import agents, distributed
+from synthenv.agents import TrainConfig
 from synthenv.checks import require_writable
-from synthenv.compilers import DEFAULT_BACKEND
-from synthenv.language import DEFAULT_MAX_LEN
 
-Algo = Literal["ppo", "mutation", "pqt", "pg-pqt", "reinforce", "ga", "random"]
-DEFAULT_ALGO = "ppo"
+DEFAULT_ALGO = TrainConfig.algo
 
 
 @dataclass(frozen=True)
 class TrainCommand:
     """Train an agent to write BF programs for a task; stops when one of its programs solves it.
 
-    Quick start: 'synthenv train' (the default agent on the starter task echo, solved in seconds).
-    Logs: 'tensorboard --logdir runs'. Options of another algorithm: 'synthenv train --algo ga --help'.
+    Quick start: 'synthenv train' (the default agent on the starter task). Logs: 'tensorboard --logdir runs'.
+    Options of another algorithm: 'synthenv train --algo ga --help'.
     """
 
-    task: str = "echo"
-    """Task: a registered name ('synthenv tasks') or a JSON task file (my_task.json: name, base, cases)."""
-    algo: Algo = DEFAULT_ALGO
-    """ppo: synthenv's agent; mutation: the elitist mutation baseline; pqt, pg-pqt, reinforce, ga, random:
-    the PQT paper's baselines."""
-    npe: int = DEFAULT_NPE
-    """Budget per seed: programs executed (NPE, as the PQT paper counts it)."""
-    seconds: float | None = None
-    """Wall-clock budget of the whole job; whichever budget binds first ends the run."""
+    job: Annotated[TrainConfig, tyro.conf.arg(name="")] = field(default_factory=TrainConfig)
+    """The training job (its fields are options of their own)."""
     seed: int = 0
     """First seed."""
     num_seeds: int = 1
     """Seeds seed .. seed+num_seeds-1, trained as one batched job (each an independent run)."""
-    backend: str = DEFAULT_BACKEND
-    """Compiler backend ('cpu' = the host reference pipeline)."""
-    engine: str = "auto"
-    """Engine ('auto': native C on the CPU, CUDA on a GPU, else torch)."""
-    device: str = "cpu"
-    """Torch device for the env, the policy and all training state."""
-    max_len: int = DEFAULT_MAX_LEN
-    """The most tokens a program may have (PQT: 100)."""
-    log_dir: str | None = "runs"
-    """TensorBoard root (runs/{task}__{algo}__{seed}__{unix_time}); None disables logs."""
-    log_every: int = 10
-    """Steps between host syncs (logs, progress bar, budget and stop checks, checkpoints)."""
-    checkpoint: str | None = None
-    """Checkpoint file (written every --checkpoint-every steps and at the end)."""
-    checkpoint_every: int = 100
-    """Steps between checkpoints."""
-    resume: str | None = None
-    """Resume from this checkpoint (same settings; --npe and --seconds may grow)."""
     json_out: str | None = None
     """Also write the per-seed results as JSON here."""
-    share_every: int = 0
-    """Steps between exchanges of the members' best programs (an island model over all seeds, on every rank
-    under torchrun; ppo and the PQT agents); 0: the seeds are independent runs."""
-    progress: bool = True
-    """Show a progress bar."""
     config: object = None
     """The algorithm's config (its fields are options of their own; see the module docstring)."""
 
@@ -80,18 +48,12 @@ class TrainCommand:
             raise ValueError(f"num_seeds must be a positive int, got {self.num_seeds!r}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
-        return TrainConfig(
-            task=self.task, algo=self.algo, npe=self.npe, seconds=self.seconds,
-            seeds=tuple(range(self.seed, self.seed + self.num_seeds)), algo_config=self.config,
-            backend=self.backend, engine=self.engine, device=self.device, max_len=self.max_len, log_dir=self.log_dir,
-            log_every=self.log_every, checkpoint=self.checkpoint, checkpoint_every=self.checkpoint_every,
-            resume=self.resume, share_every=self.share_every, progress=self.progress)
+        return dataclasses.replace(self.job, seeds=tuple(range(self.seed, self.seed + self.num_seeds)),
+                                   algo_config=self.config)
 
     def run(self) -> int:
-        from synthenv import agents, distributed
-
         config = self.train_config()
-        team = distributed.start(self.device, "train")  # None unless launched by torchrun
+        team = distributed.start(config.device, "train")  # None unless launched by torchrun
         if team is None:
             if config.resume:
                 distributed.single_process_resume(config.resume)
@@ -115,12 +77,11 @@ class TrainCommand:
 
 def command_type(algo: str) -> type:
     """``TrainCommand`` with ``config`` typed as ``algo``'s config, its fields flattened into options."""
-    from synthenv import agents
-
     flat = Annotated[type(agents.default_config(algo)), tyro.conf.arg(name="")]
+    doc = f"{TrainCommand.__doc__.rstrip()} Algorithms: {', '.join(agents.names())}.\n"
     command = dataclasses.make_dataclass(
         "TrainCommand", [("config", flat, field(default_factory=lambda: agents.default_config(algo)))],
-        bases=(TrainCommand,), frozen=True, namespace={"__doc__": TrainCommand.__doc__})
+        bases=(TrainCommand,), frozen=True, namespace={"__doc__": doc})
     command.__module__ = __name__
     return command
 
@@ -131,13 +92,11 @@ def algo_from_argv(argv: list[str], default: str = DEFAULT_ALGO) -> str:
     >>> algo_from_argv(["--task", "add", "--algo", "ga"]), algo_from_argv(["--algo=pqt"]), algo_from_argv([])
     ('ga', 'pqt', 'ppo')
     """
-    from synthenv import agents
-
     for i, arg in enumerate(argv):
         value = argv[i + 1] if arg == "--algo" and i + 1 < len(argv) else arg.partition("=")[2] \
             if arg.startswith("--algo=") else None
         if value is not None:
-            return value if value in agents.names() else default  # tyro reports an unknown name
+            return value if value in agents.names() else default  # the config reports an unknown name
     return default
 
 

@@ -1,0 +1,150 @@
+"""The default agent's settings (``agents.ppo``): one frozen dataclass, one docstring per field.
+
+Shared by its parts (the island search, the learner, the agent that wires them), so that each reads
+the settings by the same names. Letters: B programs per member per generation, G islands, M programs
+per island, C children per island, Q queue size, V variants per parent read, E edits per variant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from synthenv.checks import require_finite_fields, require_positive_int_fields
+
+from .editor import EditorConfig
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """Hyperparameters of the default agent (see ``agents.ppo``)."""
+
+    batch_size: int = 4096
+    """B, programs per member per generation: the children of one generation (the islands' and the elite's)."""
+    elitist: bool = True
+    """Start with the elitist phase: the mutation baseline's search (children of the member's queue, whose
+    size is the baseline's elite), handing over to the islands once it stalls (False: islands from the start)."""
+    elitist_patience: int = 200
+    """Generations without any change in the member's queue after which its elitist phase hands over to the
+    islands (the baseline's elite has frozen: it draws its children from the same distribution from then on)."""
+    islands_every: int = 4
+    """What one generation of the islands costs, in generations of the elitist phase: the trainer's schedule
+    steps a member past its elitist phase once every islands_every generations of the job while some running
+    member is still in it, so that the cheap elitist phase gets about a fair share of the machine (1: every
+    generation). Changes when a member's generations run, never what they do."""
+    seeded_islands: float = 0.0
+    """Share of the islands that start from the member's queue at the hand-over (each draws its M programs
+    from it); the others start from fresh programs (0: all fresh, and the queue's programs reach the islands
+    as crossover mates only)."""
+    elite_mates: bool = True
+    """At the hand-over the member's queue, the elitist phase's best programs, stays as the islands' crossover
+    mates until their own programs displace it (False: the queue is emptied at the hand-over and filled by the
+    islands alone)."""
+    islands: int = 16
+    """G, independent sub-populations per member (must divide the islands' share of batch_size)."""
+    island_size: int = 32
+    """M, programs kept per island (parents of its next children)."""
+    patience: int = 100
+    """Generations without improvement after which an island restarts from fresh programs."""
+    restarts: bool = True
+    """Restart stalled islands (False: islands run on, however long they stall)."""
+    drift: bool = True
+    """Break ties between equally rewarded programs at random, so that neutral variants can replace
+    their parents and an island drifts across a plateau (False: the older program keeps its place)."""
+    initial_length: int = 20
+    """Fresh programs (the start, restarts) are uniform random programs of 1 .. initial_length commands."""
+    max_edits: int = 3
+    """E, a variant makes 1 .. max_edits point edits (random variants: uniform; policy: learned)."""
+    splice_fraction: float = 0.1
+    """Share of each island's children made by crossover (a splice of a queued program or an island-mate)."""
+    policy_fraction: float = 0.0625
+    """Share of each island's children written by the edit policy (0: random variants only, no learning)."""
+    variants_per_parent: int = 4
+    """V, policy variants written from each parent the policy reads: its pass reads a parent once and draws
+    V variants of it, and an update relearns them all from one reading, so the policy's cost per variant
+    falls about V times (1: a parent for every variant). Must divide the policy variants per island and
+    update_batch."""
+    elite_fraction: float = 0.0
+    """Share of each generation made by random variants of the member's queue (its best unique programs
+    across islands and generations): an elitist mutation search, as the mutation baseline does, beside the
+    islands and fed by all of them (0: islands only)."""
+    queue_size: int = 64
+    """Q, the size of each member's two queues: its best unique programs (the elitist phase's elite, the
+    islands' crossover mates) and its best improving edits (what the policy imitates)."""
+    learning_rate: float = 3e-3
+    """Adam step size of the edit policy."""
+    update_every: int = 8
+    """Generations between policy updates (each update learns from all of them)."""
+    update_batch: int = 256
+    """Policy variants per member each update learns from (drawn from the buffered generations)."""
+    update_epochs: int = 2
+    """PPO epochs per update (each over the whole update batch)."""
+    clip_coef: float = 0.2
+    """PPO ratio clip."""
+    pg_weight: float = 1.0
+    """Weight of PPO's clipped surrogate (0: imitation only)."""
+    queue_weight: float = 1.0
+    """Weight of the imitation of the queue's improving edits (0: PPO only)."""
+    entropy_coef: float = 0.01
+    """Entropy bonus weight (per edit)."""
+    risk_quantile: float = 0.0
+    """Risk-seeking policy gradient (DSO, Petersen et al. 2021): learn only from the top
+    risk_quantile of each batch's improvements, with that quantile as the baseline (0: all, normalised)."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip, per member."""
+    feedback: bool = True
+    """Condition the policy on the parent's per-case test feedback (False: it sees the program only)."""
+    editor: EditorConfig = field(default_factory=EditorConfig)
+    """The edit policy's architecture (its max_edits follows this config's)."""
+
+    def __post_init__(self) -> None:
+        require_positive_int_fields(self, "batch_size", "islands", "island_size", "patience", "initial_length",
+                                    "max_edits", "queue_size", "update_every", "update_batch", "update_epochs",
+                                    "elitist_patience", "islands_every", "variants_per_parent")
+        require_finite_fields(self, "splice_fraction", "policy_fraction", "seeded_islands", low=0.0, high=1.0)
+        require_finite_fields(self, "elite_fraction", low=0.0, high=1.0, high_open=True)
+        share = self.batch_size - self.elite_variants
+        if share % self.islands or share < self.islands:
+            if not self.elite_variants:
+                raise ValueError(f"islands={self.islands} must divide batch_size={self.batch_size} (children per island)")
+            raise ValueError(f"islands={self.islands} must divide the islands' children, batch_size - elite variants "
+                             f"= {self.batch_size} - {self.elite_variants} = {share} (pick batch_size, islands and "
+                             "elite_fraction so that it does)")
+        if self.splice_fraction + self.policy_fraction > 1.0:
+            raise ValueError(f"splice_fraction + policy_fraction must be <= 1, got {self.splice_fraction} + "
+                             f"{self.policy_fraction}")
+        if self.policy_children and (self.policy_children % self.variants_per_parent
+                                     or self.update_batch % self.variants_per_parent):
+            raise ValueError(f"variants_per_parent={self.variants_per_parent} must divide the policy variants per "
+                             f"island ({self.policy_children} = policy_fraction x children per island) and "
+                             f"update_batch ({self.update_batch}); pick a divisor of both, or change those")
+        require_finite_fields(self, "risk_quantile", low=0.0, high=1.0, high_open=True)
+        require_finite_fields(self, "learning_rate", "max_grad_norm", "clip_coef", low=0.0, low_open=True)
+        require_finite_fields(self, "pg_weight", "queue_weight", "entropy_coef", low=0.0)
+        if self.editor.max_edits != self.max_edits:
+            object.__setattr__(self, "editor", dataclasses.replace(self.editor, max_edits=self.max_edits))
+
+    @property
+    def elite_variants(self) -> int:
+        """Random variants of the member's queue per generation (``elite_fraction`` of B)."""
+        return round(self.batch_size * self.elite_fraction)
+
+    @property
+    def children_per_island(self) -> int:
+        """C, each island's children per generation."""
+        return (self.batch_size - self.elite_variants) // self.islands
+
+    @property
+    def policy_children(self) -> int:
+        """Policy variants per island per generation."""
+        return round(self.children_per_island * self.policy_fraction)
+
+    @property
+    def splice_children(self) -> int:
+        """Crossovers per island per generation."""
+        return round(self.children_per_island * self.splice_fraction)
+
+    @property
+    def policy_reads(self) -> int:
+        """Parents the policy reads per island per generation (V variants of each)."""
+        return self.policy_children // self.variants_per_parent
