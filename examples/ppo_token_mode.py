@@ -1,4 +1,4 @@
-"""PPO on synthenv's token mode in one file (CleanRL's shape: Args, Agent, one loop read top to bottom).
+"""PPO on synthenv's token mode in one file: a frozen Args, an Agent, one loop read top to bottom.
 
 An LSTM reads the program one token per step and picks the next token under the env's syntax masks
 (``info["action_mask"]``), so every program it writes has balanced brackets. Env and policy share a
@@ -78,7 +78,7 @@ class Agent(nn.Module):
         self.embed = nn.Embedding(VOCAB_SIZE + 1, hidden)  # the last token written; VOCAB_SIZE: none yet
         self.lstm = nn.LSTM(hidden + 1, hidden)
         self.actor, self.critic = nn.Linear(hidden, VOCAB_SIZE), nn.Linear(hidden, 1)
-        nn.init.orthogonal_(self.actor.weight, 0.01)  # near-uniform first policy (CleanRL's init)
+        nn.init.orthogonal_(self.actor.weight, 0.01)  # small logits: a near-uniform first policy
         nn.init.zeros_(self.actor.bias)
 
     def inputs(self, obs: dict) -> torch.Tensor:
@@ -149,7 +149,7 @@ def main(args: Args) -> dict:
             best_program = torch.where(better, info["final_obs"]["program"].index_select(0, i)[0], best_program)
         env_steps += T * N
 
-        with torch.no_grad():  # GAE (Schulman et al. 2016), bootstrapped from the state after the rollout
+        with torch.no_grad():  # GAE, bootstrapped from the value of the state after the rollout
             next_value = agent.act(agent.inputs(obs), lstm_state, next_done, next_mask)[3]
             advantages, last = torch.zeros_like(rewards), torch.zeros(N, device=device)
             for t in reversed(range(T)):

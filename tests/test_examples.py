@@ -1,5 +1,5 @@
-"""examples/: every script imports without running, and runs at a tiny budget (STYLE §15: CleanRL's
-tiny-budget runs), its reported result checked against synthenv.score.
+"""examples/: every script imports without running, and runs at a tiny budget, its reported result
+checked against synthenv.score.
 
 The token-mode scripts and the search run as users run them (a subprocess with command-line flags);
 the two that need a user task registered first run in this process, through their ``main(Args)``.

@@ -33,7 +33,7 @@ class SynthEnv(gym.Env):
 
     ## Rewards
 
-    0 until the program ends; then PQT's program reward (1.0 = solved, PQT_SPEC §2).
+    0 until the program ends; then PQT's program reward (1.0 = solved, docs/semantics.md §2).
 
     ## Episode End
 

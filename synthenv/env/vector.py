@@ -30,7 +30,7 @@ class SynthVecEnv(VectorEnv):
 
     ## Description
 
-    N environments share one task (PQT_SPEC §3) and one compiler + engine (``Evaluator``). All
+    N environments share one task (docs/semantics.md §3) and one compiler + engine (``Evaluator``). All
     state lives in torch tensors on ``device``; ``step`` takes and returns tensors there and
     adds no host synchronisation of its own (``validate_actions=True`` adds one, marked).
 
@@ -66,7 +66,7 @@ class SynthVecEnv(VectorEnv):
 
     ## Rewards
 
-    PQT's program reward (PQT_SPEC §2, ``synthenv.scoring``), ``[N]`` float32 (scored in
+    PQT's program reward (docs/semantics.md §2, ``synthenv.scoring``), ``[N]`` float32 (scored in
     float64, rounded once): 1.0 for a solved task, lower for wrong outputs, ``-2 / (4 K)`` for
     a failure (step limit; syntax error in strict mode).
     Program mode: every round's program is scored. Token mode: the reward comes on the step
