@@ -15,7 +15,7 @@ import torch
 from synthenv.language import Status
 
 from .feedback import Feedback
-from .variation import program_lengths
+from .rows import program_lengths
 
 
 class Algorithm(Protocol):

@@ -31,7 +31,8 @@ from synthenv.language import CLOSE, EOS, OPEN, VOCAB_SIZE
 from synthenv.syncpoints import sync_point
 
 from .buffers import MASKED_LOGIT
-from .variation import DELETE, NUM_COMMANDS, NUM_KINDS, Edits, member_uniform, program_lengths
+from .rows import program_lengths
+from .variation import DELETE, NUM_COMMANDS, NUM_KINDS, Edits, member_uniform
 
 MAX_DEPTH = 3
 """Bracket depths beyond this share one embedding."""

@@ -18,7 +18,7 @@ import torch
 from synthenv import native_build
 from synthenv.language import Status
 
-from .variation import _check_impl, program_lengths, row_hashes
+from .rows import check_impl, program_lengths, row_hashes
 
 FEATURES = ("reward", "passed", "failed", "too_short", "too_long", "wrong_values", "case_reward", "length",
             "positions_right")
@@ -39,7 +39,7 @@ class Feedback:
         case_status: ``[S, B, K]`` int8 ``Status`` per case.
         features: ``[S, B, F]`` float32 summary of the per-case results (``FEATURES``); computed only
             when the algorithm's ``uses_features`` is true at that step (F = 0 otherwise).
-        hashes: ``[S, B]`` int64 row hashes of the programs (``variation.row_hashes``), computed at the first
+        hashes: ``[S, B]`` int64 row hashes of the programs (``rows.row_hashes``), computed at the first
             read and kept.
     """
 
@@ -77,7 +77,7 @@ def feedback_features(obs: dict[str, torch.Tensor], expected: torch.Tensor, expe
     >>> [round(v, 3) for v in feedback_features(obs, torch.tensor([[5]]), torch.tensor([1]), max_len=3)[0].tolist()]
     [1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.667, 1.0]
     """
-    _check_impl(impl)
+    check_impl(impl)
     lib = _native(obs, expected) if impl != "torch" else None
     if impl == "native" and lib is None:
         raise RuntimeError("impl='native' needs CPU tensors of the env's dtypes and a working C compiler; "

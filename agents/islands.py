@@ -77,7 +77,7 @@ class Islands:
               fresh: torch.Tensor, patience: int, tie_keys: torch.Tensor | None = None) -> torch.Tensor:
         """Keep each island's M best unique programs among its own and its ``children [S, G, C, L]``
         (``rewards [S, G, C]``, ``features [S, G, C, F]``, ``hashes [S, G, C]`` from
-        ``variation.row_hashes``); restart islands stale for ``patience`` generations with
+        ``rows.row_hashes``); restart islands stale for ``patience`` generations with
         ``fresh [S, G, M, L]`` programs.
 
         Equal rewards keep the island's own programs first, unless ``tie_keys [S, G, M + C]``

@@ -1,6 +1,6 @@
 """TensorBoard logs (one run directory per seed) and the progress bar of a training job.
 
-Tags follow STYLE §18: ``charts/`` (episodic_return, success_rate, programs_per_s, best_reward,
+Tags follow CleanRL's scheme: ``charts/`` (episodic_return, success_rate, programs_per_s, best_reward,
 learning_rate), ``losses/`` (policy_loss, value_loss, entropy, approx_kl, old_approx_kl,
 clipfrac, explained_variance, queue_loss, grad_norm), ``programs/`` (step_limit_rate,
 mean_length, queue_best, queue_worst, best_program as text), ``verify/`` (the hybrid backend's

@@ -1,4 +1,4 @@
-"""The PQT paper's policy-gradient family (PQT_SPEC §4): REINFORCE, PQT and PG+PQT.
+"""The PQT paper's policy-gradient family (docs/semantics.md §4): REINFORCE, PQT and PG+PQT.
 
 One learner with two terms, batched over S members:
 
@@ -34,7 +34,7 @@ from .priority_queue import ProgramQueue
 
 @dataclass(frozen=True)
 class PGConfig:
-    """Hyperparameters of REINFORCE / PQT / PG+PQT (defaults: PQT_SPEC §4 REINFORCE)."""
+    """Hyperparameters of REINFORCE / PQT / PG+PQT (defaults: docs/semantics.md §4 REINFORCE)."""
 
     batch_size: int = 64
     """Programs sampled per member per step (PQT: 64)."""

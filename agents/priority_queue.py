@@ -15,7 +15,8 @@ import math
 
 import torch
 
-from .variation import member_uniform, row_hashes, top_unique
+from .rows import row_hashes, top_unique
+from .variation import member_uniform
 
 EMPTY = float("-inf")
 """Reward of an empty slot (a program not run yet, or none at all)."""
@@ -24,7 +25,7 @@ EMPTY = float("-inf")
 class ProgramQueue:
     """Top-K unique programs per member (and group), kept sorted by reward, best first.
 
-    Programs are compared by their 64-bit row hashes (``variation.row_hashes``), so push canonical
+    Programs are compared by their 64-bit row hashes (``rows.row_hashes``), so push canonical
     programs (EOS-padded after the end, as every sampler writes them). Among equal rewards the
     program already queued, then the earlier one in the batch, wins, unless the push breaks ties
     at random (``tie_keys``).
@@ -69,7 +70,7 @@ class ProgramQueue:
         ``hashes [S, *G, B]``: the batch's ``row_hashes`` if already computed. ``tie_keys [S, *G, K + B]``
         (uniform numbers) break ties between equal rewards at random instead of in favour of the queued
         program: then a newcomer as good as a queued program can take its place (neutral drift).
-        De-duplication sorts hashes (``variation.top_unique``): O((K + B) log(K + B)) per queue, memory
+        De-duplication sorts hashes (``rows.top_unique``): O((K + B) log(K + B)) per queue, memory
         linear in the batch, and only the K kept rows are copied.
         """
         hashes = row_hashes(tokens) if hashes is None else hashes

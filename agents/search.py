@@ -1,4 +1,4 @@
-"""The PQT paper's search baselines (PQT_SPEC §4): a genetic algorithm and uniform random search.
+"""The PQT paper's search baselines (docs/semantics.md §4): a genetic algorithm and uniform random search.
 
 Both write fixed-length programs of ``max_len`` tokens over the eight commands (no EOS) and
 run batched over S members, each with its own generator, on the env's device.
@@ -28,7 +28,7 @@ from .priority_queue import ProgramQueue
 
 @dataclass(frozen=True)
 class GAConfig:
-    """Hyperparameters of the genetic algorithm (defaults: PQT_SPEC §4)."""
+    """Hyperparameters of the genetic algorithm (defaults: docs/semantics.md §4)."""
 
     batch_size: int = 100
     """The population: individuals per generation, programs executed per step (PQT: 100)."""
@@ -120,7 +120,7 @@ class GeneticAlgorithm:
 
 @dataclass(frozen=True)
 class RandomConfig:
-    """Uniform random search (PQT_SPEC §4)."""
+    """Uniform random search (docs/semantics.md §4)."""
 
     batch_size: int = 4096
     """Programs drawn per member per step (only the NPE granularity; large batches keep the env busy)."""

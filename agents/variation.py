@@ -1,4 +1,4 @@
-"""Variation operators on batches of programs, on the device: edits, splices, fresh programs, hashing.
+"""Variation operators on batches of programs, on the device: edits, splices, fresh programs.
 
 Programs are canonical token rows ``[..., L]``: commands 1..8 up to the program's length,
 EOS (0) after it. Every operator here maps canonical rows to canonical rows of the same width,
@@ -19,22 +19,18 @@ format, which is what lets the policy imitate edits that random mutation found.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import torch
 
-from synthenv import native_build
 from synthenv.language import EOS, VOCAB_SIZE
+
+from . import rows
+from .rows import MAX_NATIVE_EDITS, canonical, program_lengths
 
 SUBSTITUTE, INSERT, DELETE = range(3)
 NUM_KINDS = 3
 NUM_COMMANDS = VOCAB_SIZE - 1  # tokens 1..8
-
-_HASH_SEED = 0x5EED5
-"""Seed of the fixed per-position multipliers of ``row_hashes`` (any fixed value works)."""
 
 
 def member_uniform(generators: list[torch.Generator], shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
@@ -51,37 +47,6 @@ def member_commands(generators: list[torch.Generator], shape: tuple[int, ...], d
     for row, generator in zip(out, generators):
         torch.randint(1, VOCAB_SIZE, shape, generator=generator, device=device, out=row)
     return out
-
-
-def program_lengths(tokens: torch.Tensor, impl: str = "auto") -> torch.Tensor:
-    """``[...]`` int64: tokens before the first EOS of each row of ``tokens [..., L]``.
-
-    ``impl``: as in ``apply_edits``. The C path (CPU int64 tensors) is one short loop per row;
-    the torch path finds the first EOS by ``argmax`` (two vectorised reductions; a cumulative
-    product over the row is a sequential scan, several times slower).
-
-    >>> program_lengths(torch.tensor([[3, 0, 5], [1, 2, 3]])).tolist()
-    [1, 3]
-    """
-    if tokens.shape[-1] == 0:
-        return torch.zeros(tokens.shape[:-1], dtype=torch.int64, device=tokens.device)
-    _check_impl(impl)
-    lib = _native(tokens) if impl != "torch" and tokens.dtype == torch.int64 else None
-    if impl == "native" and lib is None:
-        raise RuntimeError("impl='native' needs int64 CPU tensors and a working C compiler; use impl='torch'")
-    if lib is not None:
-        rows = tokens.reshape(-1, tokens.shape[-1]).contiguous()
-        out = torch.empty(rows.shape[0], dtype=torch.int64)
-        lib.program_lengths(rows.data_ptr(), rows.shape[0], rows.shape[1], out.data_ptr(), 0)
-        return out.view(tokens.shape[:-1])
-    ends = tokens == EOS
-    return torch.where(ends.any(-1), ends.to(torch.uint8).argmax(-1), tokens.shape[-1])
-
-
-def canonical(tokens: torch.Tensor) -> torch.Tensor:
-    """Rows with everything from the first EOS on set to EOS (the form every agent pushes)."""
-    return torch.where(torch.arange(tokens.shape[-1], device=tokens.device) < program_lengths(tokens)[..., None],
-                       tokens, EOS)
 
 
 def random_programs(generators: list[torch.Generator], shape: tuple[int, ...], max_len: int, longest: int,
@@ -147,14 +112,6 @@ def random_edits(generators: list[torch.Generator], parents: torch.Tensor, max_e
     return Edits(positions, kinds, tokens, active)
 
 
-IMPLEMENTATIONS = ("auto", "torch", "native")
-
-
-def _check_impl(impl: str) -> None:
-    if impl not in IMPLEMENTATIONS:
-        raise ValueError(f"impl must be one of {IMPLEMENTATIONS}, got {impl!r}")
-
-
 def apply_edits(parents: torch.Tensor, edits: Edits, impl: str = "auto") -> torch.Tensor:
     """The children: each parent ``[..., L]`` with its edits applied (see the module docstring).
 
@@ -168,8 +125,8 @@ def apply_edits(parents: torch.Tensor, edits: Edits, impl: str = "auto") -> torc
     O(E) comparisons per token, whatever the edits: output position t reads the parent at
     ``t + offset``, and the offset changes only after each edit.
     """
-    _check_impl(impl)
-    lib = _native(parents, edits.positions) if impl != "torch" else None
+    rows.check_impl(impl)
+    lib = rows.native(parents, edits.positions) if impl != "torch" else None
     if impl == "native" and lib is None:
         raise RuntimeError("impl='native' needs CPU tensors and a working C compiler; use impl='torch'")
     if lib is not None and edits.positions.shape[-1] <= MAX_NATIVE_EDITS:
@@ -225,7 +182,7 @@ def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: tor
     >>> set(child.flatten().tolist()) <= {0, 1, 2}
     True
     """
-    _check_impl(impl)
+    rows.check_impl(impl)
     s, n, length = firsts.shape
     device = firsts.device
     draws = member_uniform(generators, (n, 4), device)
@@ -234,7 +191,7 @@ def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: tor
     m = i + (draws[..., 1] * (len_a - i + 1)).long()  # the first program resumes at m >= i
     j = (draws[..., 2] * (len_b + 1)).long()
     w = (draws[..., 3] * (len_b - j + 1)).long()
-    lib = _native(firsts) if impl != "torch" else None
+    lib = rows.native(firsts) if impl != "torch" else None
     if impl == "native" and lib is None:
         raise RuntimeError("impl='native' needs CPU tensors and a working C compiler; use impl='torch'")
     if lib is not None:
@@ -253,127 +210,5 @@ def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: tor
     return canonical(torch.where(t < total, child, EOS))
 
 
-@functools.lru_cache(maxsize=16)
-def _hash_multipliers(length: int, device: torch.device) -> torch.Tensor:
-    """Fixed random odd multipliers, built once per (width, device): no host-to-device copy per call."""
-    generator = torch.Generator().manual_seed(_HASH_SEED)
-    odd = torch.randint(-(2**62), 2**62, (length,), generator=generator, dtype=torch.int64) | 1
-    return odd.to(device)
-
-
-def row_hashes(tokens: torch.Tensor, impl: str = "auto") -> torch.Tensor:
-    """``[...]`` int64 hash of each row of ``tokens [..., L]``: sum of token x fixed random odd
-    multiplier per position, wrapping modulo 2^64. Equal rows hash equal; two distinct rows
-    collide with probability about 2^-64."""
-    _check_impl(impl)
-    multipliers = _hash_multipliers(tokens.shape[-1], tokens.device)
-    lib = _native(tokens) if impl != "torch" else None
-    if lib is not None:
-        rows = tokens.reshape(-1, tokens.shape[-1]).to(torch.int64).contiguous()
-        out = torch.empty(rows.shape[0], dtype=torch.int64)
-        lib.row_hashes(rows.data_ptr(), rows.shape[0], rows.shape[1], multipliers.data_ptr(),
-                                out.data_ptr(), 0)
-        return out.view(tokens.shape[:-1])
-    return (tokens.long() * multipliers).sum(-1)
-
-
-def first_occurrences(tokens: torch.Tensor | None = None, valid: torch.Tensor | None = None,
-                      hashes: torch.Tensor | None = None) -> torch.Tensor:
-    """``[S, M]`` bool: row m of ``tokens [S, M, L]`` is the first valid copy of itself in its group.
-
-    Rows are compared by their 64-bit ``row_hashes`` (pass ``hashes [S, M]`` if known), sorted
-    stably so that the earlier copy stays first: O(M log M) per group, memory linear in M.
-    Invalid rows (``valid`` False) are never first and never hide a valid row. Equals the
-    quadratic pairwise comparison unless two distinct rows collide (probability ~2^-64 a pair).
-
-    >>> first_occurrences(torch.tensor([[[1, 2], [3, 0], [1, 2], [3, 0]]])).tolist()
-    [[True, True, False, False]]
-    """
-    hashes = row_hashes(tokens) if hashes is None else hashes  # [S, M]
-    if valid is not None:  # invalid rows sort after every valid one and never match one
-        hashes = torch.where(valid, hashes, torch.iinfo(torch.int64).max)
-    ordered, order = torch.sort(hashes, dim=1, stable=True)  # [S, M]
-    first_sorted = torch.nn.functional.pad(ordered[:, 1:] != ordered[:, :-1], (1, 0), value=True)
-    if valid is not None:
-        first_sorted = first_sorted & valid.gather(1, order)
-    return torch.zeros_like(first_sorted).scatter(1, order, first_sorted)
-
-
-def top_unique(scores: torch.Tensor, hashes: torch.Tensor, k: int, shuffle: torch.Tensor | None = None,
-               impl: str = "auto") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The ``k`` best unique candidates of each group: the selection of the queue and the islands.
-
-    ``scores [G, N]`` float32 (``-inf``: no program), ``hashes [G, N]`` (``row_hashes``). A
-    candidate ranks at its score if it is valid and the first valid copy of its program
-    (``first_occurrences``), else at ``-inf``; candidates are sorted by rank, best first, equal
-    ranks in index order, or in the order ``shuffle [G, N]`` (a permutation per group) visits them.
-
-    ``impl``: as in ``apply_edits`` (``variation.c``'s hash table and sort per group on the CPU);
-    the results are identical.
-
-    Returns ``(order [G, k], ranks [G, k], hashes [G, k])``: indices into N, their ranks and hashes.
-
-    >>> order, ranks, _ = top_unique(torch.tensor([[0.5, 0.9, 0.9]]), torch.tensor([[1, 2, 2]]), k=2)
-    >>> order.tolist(), ranks.tolist()
-    ([[1, 0]], [[0.8999999761581421, 0.5]])
-    """
-    _check_impl(impl)
-    groups, n = scores.shape
-    if not 0 < k <= n:
-        raise ValueError(f"top_unique keeps k of {n} candidates per group, got k={k}")
-    lib = _native(scores, hashes) if impl != "torch" else None
-    if impl == "native" and lib is None:
-        raise RuntimeError("impl='native' needs CPU tensors and a working C compiler; use impl='torch'")
-    if lib is not None:
-        score_rows, hash_rows = scores.float().contiguous(), hashes.to(torch.int64).contiguous()
-        visit = shuffle.to(torch.int64).contiguous() if shuffle is not None else None
-        if visit is not None and (visit.shape != scores.shape or visit.min() < 0 or visit.max() >= n):
-            raise ValueError(f"shuffle must be [G, N] = {tuple(scores.shape)} indices in 0 .. {n - 1} (a permutation "
-                             f"per group, e.g. keys.argsort(dim=1)), got shape {tuple(shuffle.shape)}")
-        order = torch.empty((groups, k), dtype=torch.int64)
-        ranks = torch.empty((groups, k), dtype=torch.float32)
-        kept = torch.empty((groups, k), dtype=torch.int64)
-        status = lib.top_unique(score_rows.data_ptr(), hash_rows.data_ptr(), visit.data_ptr() if visit is not None
-                                else None, groups, n, k, order.data_ptr(), ranks.data_ptr(), kept.data_ptr(), 0)
-        if status != 0:
-            raise MemoryError(f"top_unique: out of memory for {groups} groups of {n} candidates")
-        return order, ranks, kept
-    first = first_occurrences(valid=scores > float("-inf"), hashes=hashes)
-    ranked = torch.where(first, scores.float(), float("-inf"))
-    if shuffle is None:
-        order = torch.sort(ranked, dim=1, descending=True, stable=True).indices[:, :k]
-    else:  # sort the visiting order stably: equal ranks keep it
-        kept = torch.sort(ranked.gather(1, shuffle), dim=1, descending=True, stable=True).indices[:, :k]
-        order = shuffle.gather(1, kept)
-    return order, ranked.gather(1, order), hashes.gather(1, order)
-
-
-# ---- CPU fast path: the same operators in C (agents/variation.c), one row per loop ----
-
 MAX_NATIVE_EDITS = 64
 """``variation.c`` handles at most this many edits per program (more fall back to torch)."""
-
-
-LIBRARY = native_build.register(__name__, ["variation.c"], beside=__file__, exports=(
-    "synthenv_apply_edits", "synthenv_splice", "synthenv_row_hashes", "synthenv_program_lengths",
-    "synthenv_top_unique"))
-"""The C operators (``agents/variation.c``)."""
-
-
-@functools.lru_cache(maxsize=1)
-def _library() -> SimpleNamespace:
-    """The C operators of this module's native library (``LIBRARY``), bound once."""
-    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-    return SimpleNamespace(
-        apply_edits=LIBRARY.bind("synthenv_apply_edits", [p, i64, i64, p, p, p, p, i64, p, i32]),
-        splice=LIBRARY.bind("synthenv_splice", [p, p, p, i64, i64, p, i32], None),
-        row_hashes=LIBRARY.bind("synthenv_row_hashes", [p, i64, i64, p, p, i32], None),
-        program_lengths=LIBRARY.bind("synthenv_program_lengths", [p, i64, i64, p, i32], None),
-        top_unique=LIBRARY.bind("synthenv_top_unique", [p, p, p, i64, i64, i64, p, p, p, i32]))
-
-
-def _native(*tensors: torch.Tensor) -> SimpleNamespace | None:
-    """The C operators when every tensor is on the CPU and the native library is available, else None."""
-    if any(t.device.type != "cpu" for t in tensors) or not LIBRARY.is_available():
-        return None
-    return _library()

@@ -6,7 +6,7 @@ count, nested counted loops, loops over a 0-terminated list, lists stored and wa
 programs) and from inputs of one shape (one value, a pair, a triple, a 0-terminated list of 1 to 8 nonzero
 values, or PQT's list of values that may be 0, with no terminator) in one cell base (256, 27, 20, 16, 10, 7,
 2 or 100). A task has 10 to 16 cases with distinct inputs (as few as 8 where a shape has fewer in a base:
-base 2 has 8 triples); the expected outputs are what the program prints under PQT's semantics (PQT_SPEC §1, 5000
+base 2 has 8 triples); the expected outputs are what the program prints under PQT's semantics (docs/semantics.md §1, 5000
 steps). The task's ``solution`` is the drawn program after ``simplify`` and ``minimize`` (commands deleted
 while it still solves the task), so its length bounds the shortest solution's: 4 to 30 commands.
 

@@ -1,7 +1,7 @@
 """The program grammar behind ``synthenv.tasks.generated``: short BF programs built from idioms.
 
 A *family* is one rule of the grammar: a sampler ``(rng, shape) -> program`` and the input shapes it
-reads. The idioms are the ones PQT's reference programs are made of (PQT_SPEC §3): reads into cells,
+reads. The idioms are the ones PQT's reference programs are made of (docs/semantics.md §3): reads into cells,
 constant adds, moves, prints, clears (``[-]``), counted loops that add a multiple of a cell to others
 (``[->+++<]``, ``[->+>+<<]``), copies through a temporary cell (``[->+>+<<]>>[-<<+>>]<<``), counted loops
 that print as they count (``[.-]``), nested counted loops (multiply), loops over a 0-terminated list

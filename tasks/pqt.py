@@ -1,6 +1,6 @@
 """The 26 tasks of the PQT paper and its 2 tuning tasks, with the original test sets.
 
-PQT_SPEC §3: every seeded task draws from a fresh ``random.Random(6849275409234)`` with
+docs/semantics.md §3: every seeded task draws from a fresh ``random.Random(6849275409234)`` with
 Python 2's ``randrange``/``shuffle`` (``Py2Random``); ``dedup`` also uses numpy's
 version-stable ``RandomState``. Known-code tasks take their expected outputs from a reference
 BF program run under PQT's semantics.
@@ -31,7 +31,7 @@ def reverse() -> Task:
         x = [rand.randrange(1, 256) for _ in range(length)]
         cases.append((x, x[::-1] + [0]))
     return Task.from_pairs("reverse", cases, 256, description="reverse the input, then print 0",
-                           solution=",[>,]+[,<.]")  # PQT_SPEC §2 worked check
+                           solution=",[>,]+[,<.]")  # docs/semantics.md §2 worked check
 
 
 def remove_char() -> Task:
@@ -145,7 +145,7 @@ def dedup_input(rand: Py2Random) -> list[int]:
     return [int(v) for v in unique for _ in range(rand.randrange(1, 5))] + [0]
 
 
-# name -> (reference program, input generator, description); PQT_SPEC §3, "known-code" tasks.
+# name -> (reference program, input generator, description); docs/semantics.md §3, "known-code" tasks.
 KNOWN_CODE: dict[str, tuple[str, Callable[[Py2Random], list[int]], str]] = {
     "echo-twice": (">,.[>,.]<[<]>[.>].", dflt(), "echo the input twice"),
     "echo-thrice": (">,.[>,.]<[<]>[.>].<[<]>[.>].", dflt(), "echo the input three times"),

@@ -2,7 +2,7 @@
 
 PQT generated its test sets on Python 2. The Mersenne Twister seeding and ``random()`` are
 identical across versions, but Python 3 rewrote ``randrange`` and ``shuffle`` to draw
-integers by rejection sampling, which gives different values. PQT_SPEC §3 restates the
+integers by rejection sampling, which gives different values. docs/semantics.md §3 restates the
 Python 2 formulas; this module applies them to a Python 3 ``random.Random``.
 """
 

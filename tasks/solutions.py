@@ -1,6 +1,6 @@
 """A known BF solution of each of the 26 paper tasks and the 2 tuning tasks.
 
-The known-code tasks' solutions are their reference programs (``pqt.KNOWN_CODE``, PQT_SPEC §3).
+The known-code tasks' solutions are their reference programs (``pqt.KNOWN_CODE``, docs/semantics.md §3).
 The hand-defined tasks have none in PQT; the programs below are written for them here, and
 tests/test_tasks_generated.py checks each against its task with the reference interpreter. They
 exist so that ``synthenv.tasks.generated`` can drop generated tasks that a paper or tuning task's
@@ -17,7 +17,7 @@ from __future__ import annotations
 from .pqt import KNOWN_CODE, PAPER_TASKS, TUNING_TASKS
 
 HAND_WRITTEN: dict[str, str] = {
-    # PQT_SPEC §2's worked check: read to the terminating 0, set it to 1, then walk back printing; at cell 0
+    # docs/semantics.md §2's worked check: read to the terminating 0, set it to 1, then walk back printing; at cell 0
     # `,` reads 0 (input exhausted) and `<` stays put (clamp), so the last print is the 0.
     "reverse": ",[>,]+[,<.]",
     # Per value v: v-1; if that is nonzero, restore, print and clear. Then read on; print the final 0.

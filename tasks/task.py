@@ -35,7 +35,7 @@ class CaseTensors:
 
 @dataclass(frozen=True)
 class Task:
-    """A program-synthesis task in PQT's format (PQT_SPEC §3).
+    """A program-synthesis task in PQT's format (docs/semantics.md §3).
 
     Attributes:
         name: registry name, e.g. ``"reverse"``.
@@ -155,7 +155,7 @@ def _as_case(case: object, base: int, index: int) -> Case:
     for what, values in (("input", inputs), ("expected output", expected)):
         bad = [v for v in values if not 0 <= v < base]
         if bad:
-            # Out-of-range cells make `+`/`-` non-modular (PQT_SPEC §1); synthenv's folded IR
+            # Out-of-range cells make `+`/`-` non-modular (docs/semantics.md §1); synthenv's folded IR
             # relies on cells staying in [0, base), and no PQT task leaves it.
             raise ValueError(f"case {index}: {what} values must lie in [0, base={base}), got {bad}; raise base")
     return inputs, expected

@@ -374,13 +374,13 @@ def test_the_agent_solves_a_task_from_a_task_file(tmp_path):
 
 
 def test_the_c_fast_path_and_the_torch_path_run_the_same_search(monkeypatch):
-    """The agent's C operators (variation.c: edits, splices, hashes, lengths, the islands' and queues'
+    """The agent's C operators (variation.c through agents.rows: edits, splices, hashes, lengths, the islands' and queues'
     selection) are the CPU's fast path; a GPU runs their torch twins. Whole runs agree bit for bit:
     islands, queues, edit policy, optimizer and generators after several generations with drift and
     restarts. (The feedback features are computed one way in both runs: their C and torch versions
     agree only up to float rounding, tests/test_agents_feedback.py.)"""
     from synthenv import native_build
-    from synthenv.agents import feedback, variation
+    from synthenv.agents import feedback, rows
 
     if not native_build.is_available():
         pytest.skip(f"no C compiler here: {native_build.unavailable_reason()}")
@@ -396,5 +396,5 @@ def test_the_c_fast_path_and_the_torch_path_run_the_same_search(monkeypatch):
         return trainer.algorithm.state_dict()
 
     fast = run()
-    monkeypatch.setattr(variation, "_native", lambda *tensors: None)
+    monkeypatch.setattr(rows, "native", lambda *tensors: None)
     assert_same(fast, run())

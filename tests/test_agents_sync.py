@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from synthenv import agents, engines
-from synthenv.agents import editor, variation
+from synthenv.agents import editor, rows
 from synthenv.agents.trainer import TrainConfig, Trainer
 from synthenv.compilers.traditional import TraditionalCompiler
 from synthenv.env import SynthVecEnv
@@ -34,7 +34,7 @@ SMALL = {
 
 
 def gpu_path_trainer(algo: str, monkeypatch, seeds: tuple[int, ...] = (0,), **changes) -> Trainer:
-    monkeypatch.setattr(variation, "_native", lambda *tensors: None)  # the torch operators, as on a GPU
+    monkeypatch.setattr(rows, "native", lambda *tensors: None)  # the torch operators, as on a GPU
     monkeypatch.setattr(editor, "_width_on_host", lambda device: False)  # the edit policy's full width, as on a GPU
     config = dataclasses.replace(agents.default_config(algo), **{**SMALL[algo], **changes})
     trainer = Trainer(TrainConfig(task="reverse-tune", algo=algo, max_len=12, algo_config=config, log_dir=None,

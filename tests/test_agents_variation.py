@@ -7,9 +7,8 @@ import torch
 
 from synthenv.agents.editor import EditorConfig, EditPolicy, _inverse_cdf, edit_entropy, edit_log_probs
 from synthenv.agents.priority_queue import EMPTY, ProgramQueue
-from synthenv.agents.variation import (DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, canonical, first_occurrences,
-                                       program_lengths, random_edits, random_programs, row_hashes, splice,
-                                       top_unique)
+from synthenv.agents.rows import canonical, first_occurrences, program_lengths, row_hashes, top_unique
+from synthenv.agents.variation import DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, random_edits, random_programs, splice
 from synthenv.language import decode_batch, encode_batch
 
 CPU = torch.device("cpu")

@@ -19,11 +19,6 @@ OUTSIDE = re.compile("PQT" + "_SPEC" + "|" + "STYLE" + " §")
 SUFFIXES = {".py", ".c", ".h", ".cu", ".md"}
 SKIPPED_DIRS = {"runs", "build", "dist", "__pycache__", "fixtures"}
 
-NOT_YET = ("agents/", "synthenv/cli/train.py", "synthenv/cli/table.py", "tasks/", "synthenv/env/", "examples/",
-           "tests/test_examples.py")
-"""Places that are being rewritten and still carry such citations. Once one is fixed, delete its entry;
-when the tuple is empty, delete it and the filter in ``checked_files``."""
-
 
 def tree() -> list[Path]:
     """The repository's source and documentation files (no hidden folders, virtualenvs or run outputs)."""
@@ -36,10 +31,6 @@ def tree() -> list[Path]:
     return sorted(files)
 
 
-def checked_files() -> list[Path]:
-    return [p for p in tree() if not p.relative_to(ROOT).as_posix().startswith(NOT_YET)]
-
-
 def citations(pattern: re.Pattern, files: list[Path]) -> list[str]:
     """``path:line: text`` of every line of ``files`` that matches ``pattern``."""
     return [f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{number}: {line.strip()}"
@@ -48,15 +39,15 @@ def citations(pattern: re.Pattern, files: list[Path]) -> list[str]:
 
 
 def test_nothing_cites_a_document_outside_the_repository():
-    found = citations(OUTSIDE, checked_files())
+    found = citations(OUTSIDE, tree())
     assert not found, "cite docs/semantics.md, docs/contributing.md or the PQT paper/code instead:\n" + "\n".join(found)
 
 
 def test_the_check_sees_the_tree_and_would_catch_a_citation(tmp_path):
-    files = {p.relative_to(ROOT).as_posix() for p in checked_files()}
-    assert {"synthenv/reference.py", "synthenv/scoring.c", "compilers/traditional.py", "README.md",
-            "docs/semantics.md", "tests/test_citations.py"} <= files
-    assert not any(f.startswith((".venv/", "agents/")) for f in files)
+    files = {p.relative_to(ROOT).as_posix() for p in tree()}
+    assert {"synthenv/reference.py", "synthenv/scoring.c", "compilers/traditional.py", "agents/ppo.py", "tasks/pqt.py",
+            "synthenv/env/vector.py", "README.md", "docs/semantics.md", "tests/test_citations.py"} <= files
+    assert not any(f.startswith(".venv/") for f in files)
     planted = tmp_path / "x.py"
     planted.write_text("# see " + "PQT" + "_SPEC §1\n")
     assert citations(OUTSIDE, [planted]) and not citations(OUTSIDE, [ROOT / "tests" / "test_citations.py"])

@@ -52,7 +52,7 @@ def test_includes_are_inlined_with_line_markers(tmp_path):
 
 OWNERS = {"synthenv.engines.native": ("engines/native.c",), "synthenv.compilers.traditional": ("traditional.c",),
           "synthenv.scoring": ("scoring.c",), "synthenv.naive": ("naive.c",),
-          "synthenv.agents.variation": ("variation.c",), "synthenv.agents.feedback": ("feedback.c",)}
+          "synthenv.agents.rows": ("variation.c",), "synthenv.agents.feedback": ("feedback.c",)}
 """Every module that owns C code, and the sources of the library it declares."""
 
 
@@ -77,7 +77,7 @@ def test_each_library_exports_its_own_symbols_only():
     was imported before)."""
     scoring = native_build.get("synthenv.scoring").load()
     assert hasattr(scoring, "synthenv_score") and not hasattr(scoring, "synthenv_apply_edits")
-    variation = native_build.get("synthenv.agents.variation")
+    variation = native_build.get("synthenv.agents.rows")
     assert hasattr(variation.load(), "synthenv_apply_edits") and not hasattr(variation.load(), "synthenv_score")
     with pytest.raises(ValueError, match=r"does not declare 'synthenv_score'.*synthenv_apply_edits"):
         variation.bind("synthenv_score", [])
