@@ -36,7 +36,8 @@ class TableCommand:
     """
 
     tasks: tuple[str, ...] = DEFAULT_TASKS
-    """Tasks (rows): registered names or JSON task files; 'paper' expands to the 26 paper tasks."""
+    """Tasks (rows): names, JSON task files or suites: 'paper' (the 26 paper tasks), 'tune' (the 2 tuning tasks),
+    'generated-test:50' (the first 50 held-out generated tasks), 'generated-train:100:200' (a slice)."""
     algos: tuple[str, ...] = tuple(agents.names())
     """Algorithms (columns), each NAME or NAME:field=value,field=value."""
     seeds: int = 5

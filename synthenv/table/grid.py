@@ -57,12 +57,13 @@ class Budget:
 
 
 def expand_tasks(specs: Sequence[str]) -> list[str]:
-    """Task names and task files in order, ``paper`` expanded to the 26 paper tasks; each one checked.
+    """Task names and task files in order, suites and generated slices expanded (``tasks.expand``: ``paper``,
+    ``tune``, ``generated-test:50``...); each one checked.
 
-    >>> len(expand_tasks(["paper"])), expand_tasks(["add", "reverse-tune"])
-    (26, ['add', 'reverse-tune'])
+    >>> len(expand_tasks(["paper"])), expand_tasks(["add", "reverse-tune", "generated-test:1"])
+    (26, ['add', 'reverse-tune', 'gen-test-0'])
     """
-    names = [name for spec in specs for name in (tasks.names("paper") if spec == "paper" else [spec])]
+    names = tasks.expand(list(specs))
     for name in names:
         tasks.from_spec(name)
     return names
