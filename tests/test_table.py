@@ -221,7 +221,7 @@ def test_a_table_of_another_budget_is_kept_unless_fresh(tmp_path, capsys):
 
 
 def test_an_unknown_task_or_bad_seed_count_is_refused_before_any_cell():
-    with pytest.raises(ValueError, match="unknown task 'nope'"):
+    with pytest.raises(ValueError, match="unknown task spec 'nope'"):
         cell_keys(["nope"], ["ga"])
     with pytest.raises(ValueError, match="seeds must be a positive int, got 0"):
         dataclasses.replace(BUDGET, seeds=0)
