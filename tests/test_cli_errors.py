@@ -100,7 +100,7 @@ def test_train_on_cuda_without_cuda(capsys):
 
 def test_table_unknown_task(capsys, tmp_path):
     code, err = run_main(capsys, ["table", "--tasks", "nope", "--out", str(tmp_path / "t")])
-    assert_user_error(code, err, "table", "unknown task 'nope'")
+    assert_user_error(code, err, "table", "unknown task spec 'nope'")
 
 
 def test_ctrl_c_is_one_line_and_130(capsys, monkeypatch):
