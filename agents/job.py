@@ -6,6 +6,7 @@ each an independent run unless the job shares programs between them (``share_eve
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -72,6 +73,9 @@ class TrainConfig:
     """Checkpoint to resume from (same task, algorithm, seeds and settings; npe and seconds may grow)."""
     max_train_steps: int | None = None
     """Stop after this many steps in total (None: only the budgets and success stop the job)."""
+    policy_out: str | None = None
+    """Save the fine-tuned edit policy at the end of the run to this file (the seed that solved first, else the
+    one with the best reward), to start another run from it (--policy PATH); agents with an edit policy only."""
     share_every: int = 0
     """Steps between exchanges of the members' best programs, across ranks under torchrun (rounded up to a
     multiple of log_every): an island model over all seeds of the ppo and PQT agents (ga, random and mutation
@@ -100,6 +104,19 @@ class TrainConfig:
             require_positive_int_fields(self, "max_train_steps")
         if not isinstance(self.share_every, int) or isinstance(self.share_every, bool) or self.share_every < 0:
             raise ValueError(f"share_every must be an int >= 0 (steps; 0: no sharing), got {self.share_every!r}")
+
+
+    def comparable(self, algo_config: object) -> dict:
+        """The settings a resumed run must share with its checkpoint (all but the budgets and outputs)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in RESUMABLE}
+        fields["algo_config"] = repr(algo_config)
+        fields["seeds"] = list(fields["seeds"])
+        return fields
+
+
+RESUMABLE = ("npe", "seconds", "log_dir", "log_every", "checkpoint", "checkpoint_every", "resume",
+              "max_train_steps", "progress", "policy_out")
+"""The settings a resumed run may change."""
 
 
 @dataclass(frozen=True)

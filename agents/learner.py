@@ -28,6 +28,7 @@ from .feedback import NUM_FEATURES
 from .losses import clipped_policy_loss, normalize_advantages, risk_seeking_advantages
 from .operators import EDIT_FIELDS, Members
 from .optim import MemberAdam
+from .policy_file import load_policy, policy_path, start_policy
 from .ppo_config import PPOConfig
 from .priority_queue import ProgramQueue
 from .variation import Edits, member_uniform
@@ -132,7 +133,10 @@ class EditLearner:
     def __init__(self, config: PPOConfig, generators: list[torch.Generator], max_len: int, device: torch.device):
         self.config = config
         s, e = len(generators), config.max_edits
-        self.policy = EditPolicy(config.editor, s, NUM_FEATURES, generators, device)
+        self.policy = EditPolicy(config.editor, s, NUM_FEATURES, generators, device)  # drawn whatever the start
+        path = policy_path(config.policy)
+        if path is not None:
+            start_policy(self.policy, load_policy(path), path)
         self.optimizer = MemberAdam(list(self.policy.parameters()), lr=config.learning_rate, eps=ADAM_EPS)
         reads = config.islands * config.policy_reads * config.update_every
         self.rollout = EditRollout.allocate(s, reads, config.variants_per_parent, max_len, e, device)

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from synthenv.syncpoints import sync_point
+from synthenv.tasks import Task
 
 from .common import MemberMasks, generator_states, load_generator_states, member_generators
 from .feedback import NUM_FEATURES, Feedback
@@ -43,8 +44,10 @@ from .islands import Islands
 from .learner import EditLearner
 from .mutation import MutationConfig, MutationSearch
 from .operators import EDIT_FIELDS, Members
+from .policy_file import save_policy
 from .ppo_config import PPOConfig
 from .priority_queue import EMPTY, ProgramQueue
+from .run_data import save_run_data
 from .variation import random_programs
 
 HANDOVER_CHECK_EVERY = 10
@@ -223,6 +226,14 @@ class PPO:
             self.queue.empty_member(member)  # the islands' programs fill it anew
         self.learner.rollout.forget(member)
         self.elitist[member] = False
+
+    def save_policy(self, path: str, member: int, card: dict) -> None:
+        """Member ``member``'s fine-tuned edit policy to the policy file ``path`` (``agents.policy_file``)."""
+        save_policy(path, self.learner.policy, member, {"start": self.config.policy, **card})
+
+    def save_run_data(self, path: str, task: Task, member: int, solution: str | None) -> None:
+        """Member ``member``'s improving edits and ``solution`` for ``synthenv pretrain --from-runs``."""
+        save_run_data(path, task, self.learner.imitation, member, solution)
 
     def state_dict(self) -> dict:
         return {"search": self.search.state_dict(), "islands": self.islands.state_dict(),

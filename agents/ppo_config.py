@@ -94,8 +94,12 @@ class PPOConfig:
     """Gradient-norm clip, per member."""
     feedback: bool = True
     """Condition the policy on the parent's per-case test feedback (False: it sees the program only)."""
+    policy: str = "scratch"
+    """Where the edit policy starts: 'pretrained' (the policy shipped in the package, pretrained across generated
+    tasks by synthenv pretrain), 'scratch' (random weights) or the path of a policy file (synthenv pretrain --out,
+    synthenv train --policy-out). Every member starts from it and fine-tunes it on the task at hand."""
     editor: EditorConfig = field(default_factory=EditorConfig)
-    """The edit policy's architecture (its max_edits follows this config's)."""
+    """The edit policy's architecture (its max_edits follows this config's; a policy file must have it)."""
 
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "batch_size", "islands", "island_size", "patience", "initial_length",
@@ -121,6 +125,8 @@ class PPOConfig:
         require_finite_fields(self, "risk_quantile", low=0.0, high=1.0, high_open=True)
         require_finite_fields(self, "learning_rate", "max_grad_norm", "clip_coef", low=0.0, low_open=True)
         require_finite_fields(self, "pg_weight", "queue_weight", "entropy_coef", low=0.0)
+        if not isinstance(self.policy, str) or not self.policy:
+            raise ValueError(f"policy must be 'pretrained', 'scratch' or the path of a policy file, got {self.policy!r}")
         if self.editor.max_edits != self.max_edits:
             object.__setattr__(self, "editor", dataclasses.replace(self.editor, max_edits=self.max_edits))
 

@@ -41,6 +41,7 @@ from .job import RunResult, TrainConfig
 from .logger import RunLogger, run_dir_name
 from .priority_queue import ProgramQueue
 from .registry import make
+from .run_data import FILE_NAME as RUN_DATA
 from .schedule import Schedule
 from .tracker import Tracker
 
@@ -59,6 +60,11 @@ class Trainer:
         if config.checkpoint:
             require_writable(config.checkpoint, "checkpoint (--checkpoint)")
         self.algorithm = make(config.algo, config.algo_config, config.seeds, config.max_len, self.device)
+        if config.policy_out:
+            if not hasattr(self.algorithm, "save_policy"):
+                raise ValueError(f"--policy-out saves an edit policy, and algorithm {config.algo!r} has none; use it "
+                                 "with the default agent (ppo)")
+            require_writable(config.policy_out, "policy file (--policy-out)")
         self.num_members, self.batch = len(config.seeds), self.algorithm.programs_per_step
         self.env = SynthVecEnv(self.task, self.num_members * self.batch, mode="program", backend=config.backend,
                                engine=config.engine, device=str(self.device), max_len=config.max_len,
@@ -158,7 +164,25 @@ class Trainer:
             self._sync(logger, final=True)
         finally:
             logger.close()
-        return self.results()
+        results = self.results()
+        self._save_for_later(results)
+        return results
+
+    def _save_for_later(self, results: list[RunResult]) -> None:
+        """The fine-tuned policy (``policy_out``) and each run's improving edits and solution (in its run
+        directory, for ``synthenv pretrain --from-runs``), where the algorithm has them."""
+        if self.config.policy_out:
+            solvers = [i for i, r in enumerate(results) if r.solved]
+            member = min(solvers, key=lambda i: (results[i].npe, i)) if solvers else \
+                max(range(len(results)), key=lambda i: results[i].best_reward)
+            result = results[member]
+            self.algorithm.save_policy(self.config.policy_out, member, {
+                "fine_tuned_on": self.task.name, "seed": result.seed, "solved": result.solved, "npe": result.npe})
+        if hasattr(self.algorithm, "save_run_data"):
+            for member, (result, run_dir) in enumerate(zip(results, self.run_dirs)):
+                if run_dir is not None:
+                    self.algorithm.save_run_data(str(Path(run_dir) / RUN_DATA), self.task, member,
+                                                 result.best_program if result.solved else None)
 
     def _sync(self, logger: RunLogger, final: bool = False) -> bool:
         """Log, checkpoint, and say whether the job is done. # sync point (once per log_every steps)."""
@@ -204,7 +228,7 @@ class Trainer:
 
     def state_dict(self) -> dict:
         """Everything needed to continue exactly: algorithm, counters (plain data and tensors only)."""
-        return {"config": _comparable(self.config, self.algorithm.config), "algorithm": self.algorithm.state_dict(),
+        return {"config": self.config.comparable(self.algorithm.config), "algorithm": self.algorithm.state_dict(),
                 "step_count": self.step_count, "schedule": self.schedule.state_dict(),
                 "record": self.record.state_dict(), "run_dirs": self.run_dirs, "elapsed": self.elapsed,
                 "env_programs": self.env_programs}
@@ -222,7 +246,7 @@ class Trainer:
         state = load_checkpoint(path, map_location="cpu", required_keys=_STATE_KEYS)
         if not isinstance(state["config"], dict) or not isinstance(state["algorithm"], dict):
             raise CheckpointError(f"cannot load checkpoint {path!r}: it was not written by synthenv train; {RESUME_FIX}")
-        saved, current = state["config"], _comparable(self.config, self.algorithm.config)
+        saved, current = state["config"], self.config.comparable(self.algorithm.config)
         different = sorted(k for k in current if saved.get(k) != current[k])
         if different:
             details = ", ".join(f"{k}: checkpoint {saved.get(k)!r} vs now {current[k]!r}" for k in different)
@@ -237,21 +261,9 @@ class Trainer:
 
 
 _STATE_KEYS = ("config", "algorithm", "step_count", "schedule", "record", "run_dirs", "elapsed", "env_programs")
-_RESUMABLE = ("npe", "seconds", "log_dir", "log_every", "checkpoint", "checkpoint_every", "resume",
-              "max_train_steps", "progress")
-
-
 def _multiple(steps: int, log_every: int) -> int:
     """``steps`` rounded up to a multiple of ``log_every`` (things done at sync points)."""
     return -(-steps // log_every) * log_every
-
-
-def _comparable(config: TrainConfig, algo_config: object) -> dict:
-    """The settings a resumed run must share with its checkpoint."""
-    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _RESUMABLE}
-    fields["algo_config"] = repr(algo_config)
-    fields["seeds"] = list(fields["seeds"])
-    return fields
 
 
 def train(config: TrainConfig, team: Team | None = None) -> list[RunResult] | None:

@@ -158,6 +158,39 @@ def apply_edits(parents: torch.Tensor, edits: Edits, impl: str = "auto") -> torc
     return children
 
 
+def inverse_edits(parents: torch.Tensor, edits: Edits) -> Edits:
+    """The edits of the children ``apply_edits(parents, edits)`` that give the ``parents [..., L]`` back, in the
+    same format (positions index the child): a substitution undoes a substitution, a deletion an insertion, an
+    insertion (of the parent's token) a deletion. ``apply_edits(children, inverse_edits(parents, edits))``
+    equals ``parents`` unless an insertion into a full program dropped its last token.
+
+    >>> parents = torch.tensor([[3, 4, 5, 0]])
+    >>> edits = Edits(torch.tensor([[1, 2]]), torch.tensor([[DELETE, SUBSTITUTE]]), torch.tensor([[1, 8]]),
+    ...               torch.tensor([[True, True]]))
+    >>> children = apply_edits(parents, edits)
+    >>> children.tolist(), apply_edits(children, inverse_edits(parents, edits)).tolist()
+    ([[3, 8, 0, 0]], [[3, 4, 5, 0]])
+    """
+    length = parents.shape[-1]
+    order = torch.where(edits.active, edits.positions, length + 1).argsort(dim=-1, stable=True)
+    pick = lambda x: x.gather(-1, order)  # noqa: E731  [..., E] in ascending position order (as apply_edits)
+    positions, kinds, active = pick(edits.positions), pick(edits.kinds), pick(edits.active)
+    lengths = program_lengths(parents)
+    cursor, out = torch.zeros_like(lengths), torch.zeros_like(lengths)  # parent read, child write positions
+    undo = []
+    for e in range(positions.shape[-1]):
+        act = active[..., e]
+        read = torch.where(act, torch.maximum(cursor, positions[..., e]), cursor)
+        emit = act & (kinds[..., e] != DELETE)
+        consume = act & (kinds[..., e] != INSERT) & (read < lengths)
+        at = out + read - cursor  # the child position of what the edit wrote, or where the deleted token was
+        old = parents.gather(-1, read.clamp(max=length - 1)[..., None])[..., 0]  # the token it consumed
+        kind = torch.where(emit & consume, SUBSTITUTE, torch.where(emit, DELETE, INSERT))
+        undo.append((at, kind, torch.where(kind == DELETE, 1, old), emit | consume))
+        cursor, out = read + consume.long(), at + emit.long()
+    return Edits(*(torch.stack(part, dim=-1) for part in zip(*undo)))
+
+
 def _apply_edits_native(lib, parents: torch.Tensor, edits: Edits) -> torch.Tensor:
     length, num_edits = parents.shape[-1], edits.positions.shape[-1]
     rows = [x.reshape(-1, x.shape[-1]).to(dtype).contiguous() for x, dtype in (
@@ -208,7 +241,3 @@ def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: tor
     child = torch.where((t >= i) & (t < i + w), b, a)
     total = i + w + len_a[..., None] - m
     return canonical(torch.where(t < total, child, EOS))
-
-
-MAX_NATIVE_EDITS = 64
-"""``variation.c`` handles at most this many edits per program (more fall back to torch)."""

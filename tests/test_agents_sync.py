@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-import torch
 
 from synthenv import agents, engines
 from synthenv.agents import editor, rows

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train-compiler": ("synthenv.cli.train_compiler", "TrainCompilerCommand"),
     "compiler-report": ("synthenv.cli.compiler_report", "CompilerReportCommand"),
     "train": ("synthenv.cli.train", "TrainCommand"),
+    "pretrain": ("synthenv.cli.pretrain", "PretrainCommand"),
     "table": ("synthenv.cli.table", "TableCommand"),
     "bench-agents": ("synthenv.cli.bench_agents", "BenchAgentsCommand"),
     "doctor": ("synthenv.cli.doctor", "DoctorCommand"),

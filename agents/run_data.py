@@ -1,0 +1,77 @@
+"""What a run of the default agent leaves for the next one: its improving edits and its solution.
+
+At the end of a run that logs (``log_dir``), each member of the default agent writes
+``{run_dir}/edits.pt``: the task (its cases, so that a task file need not be at hand later), the
+best improving edits of its imitation queue (each a parent, its feedback and the edits that beat
+it) and the program that solved the task, if one did. ``synthenv pretrain --from-runs DIR`` reads
+every such file under DIR (``load_runs``) and adds them to its data: the edits as they are, the
+solution as one more task to corrupt and repair. The files are untrusted data (read with
+``torch.load(weights_only=True)``, a bad one refused in one line).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from synthenv.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from synthenv.tasks import Task
+
+from .feedback import NUM_FEATURES
+from .operators import EDIT_FIELDS
+from .repair import RepairSet
+from .priority_queue import ProgramQueue
+from .variation import Edits
+
+FORMAT = "synthenv-run-data"
+VERSION = 1
+FILE_NAME = "edits.pt"
+
+
+def save_run_data(path: str | os.PathLike, task: Task, imitation: ProgramQueue, member: int,
+                  solution: str | None) -> None:
+    """Member ``member``'s rows of the ``imitation`` queue (its valid ones) and its ``solution`` to ``path``."""
+    valid = imitation.valid[member]
+    rows = lambda name: imitation.extras[name][member][valid].cpu()  # noqa: E731
+    save_checkpoint(path, {
+        "format": FORMAT, "version": VERSION, "solution": solution or "",
+        "task": {"name": task.name, "base": task.base, "max_steps": task.max_steps,
+                 "strict_syntax": task.strict_syntax, "cases": [[list(i), list(o)] for i, o in task.cases]},
+        "parents": rows("parents"), "features": rows("features"),
+        "edits": {name: rows(f"edit_{name}") for name in EDIT_FIELDS}})
+
+
+def load_run_data(path: str | os.PathLike, max_len: int) -> tuple[RepairSet, Task, str | None]:
+    """One file: its improving edits (as repair examples of width ``max_len``), its task and its solution."""
+    fix = "pass folders of runs written by synthenv train (the default agent, with logs)"
+    state = load_checkpoint(path, map_location="cpu", required_keys=("format", "task", "parents", "edits"))
+    if state.get("format") != FORMAT or state.get("version") != VERSION:
+        raise CheckpointError(f"{str(path)!r} is not a synthenv run-data file (version {VERSION}); {fix}")
+    spec = state["task"]
+    task = Task(spec["name"], tuple((tuple(i), tuple(o)) for i, o in spec["cases"]), spec["base"], spec["max_steps"],
+                spec["strict_syntax"])
+    parents = state["parents"]
+    if parents.dim() != 2 or state["features"].shape[-1:] != (NUM_FEATURES,) or parents.shape[1] > max_len:
+        raise CheckpointError(f"{str(path)!r} holds programs of another shape ({tuple(parents.shape)}); {fix}")
+    parents = torch.nn.functional.pad(parents, (0, max_len - parents.shape[1]))
+    edits = Edits(*(state["edits"][name] for name in EDIT_FIELDS))
+    examples = RepairSet(parents, state["features"].float(), edits, torch.full((parents.shape[0],), -1))
+    return examples, task, state.get("solution") or None
+
+
+def load_runs(directory: str | os.PathLike, max_len: int) -> tuple[RepairSet | None, list[tuple[Task, str]]]:
+    """Every run-data file under ``directory``: their improving edits joined (None: none), and the (task,
+    solution) pairs of the runs that solved."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise FileNotFoundError(2, "No such directory (the runs to learn from, --from-runs)", str(root))
+    parts, solved = [], []
+    for path in sorted(root.rglob(FILE_NAME)):
+        examples, task, solution = load_run_data(path, max_len)
+        if len(examples):
+            parts.append(examples)
+        if solution is not None:
+            solved.append((task, solution))
+    return (RepairSet.join(parts) if parts else None), solved

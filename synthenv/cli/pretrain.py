@@ -1,0 +1,34 @@
+"""``synthenv pretrain``: pretrain the default agent's edit policy across generated tasks.
+
+Supervised repair (``agents.pretrain``): corrupted solutions of generated training tasks, their
+per-case feedback, and the edits that repair them. Writes a policy file that ``synthenv train
+--policy PATH`` starts from; the one shipped in the package (``--policy pretrained``, the default
+agent's start) is this command's output with the settings BENCHMARKS.md's model card names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated
+
+import tyro
+
+from synthenv.agents.pretrain import PretrainConfig, pretrain
+from synthenv.checks import require_writable
+
+
+@dataclass(frozen=True)
+class PretrainCommand:
+    """Pretrain the edit policy by supervised repair across generated tasks; write a policy file.
+
+    Start a run from it with 'synthenv train --policy PATH'. '--from-runs runs' adds what earlier runs of the
+    default agent found (their improving edits and solutions).
+    """
+
+    config: Annotated[PretrainConfig, tyro.conf.arg(name="")] = field(default_factory=PretrainConfig)
+    """The pretraining run (its fields are options of their own)."""
+
+    def run(self) -> int:
+        require_writable(self.config.out, "policy file (--out)")
+        pretrain(self.config, log=lambda line: print(line, flush=True))
+        return 0

@@ -1,0 +1,182 @@
+"""Pretraining the edit policy (supervised repair on generated tasks), policy files, and what runs leave for
+the next one: the repair examples are right by the reference interpreter, pretraining lowers the repair loss
+on tasks it never saw, policy files are untrusted data, and a fine-tuned policy carries over."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from synthenv import reference
+from synthenv.agents import PPOConfig, TrainConfig, Trainer, train
+from synthenv.agents.editor import EditorConfig, EditPolicy, edit_log_probs
+from synthenv.agents.feedback import NUM_FEATURES
+from synthenv.agents.learner import EditLearner
+from synthenv.agents.operators import EDIT_FIELDS, Members
+from synthenv.agents.policy_file import SHIPPED, load_policy, save_policy
+from synthenv.agents.pretrain import PretrainConfig, fit, pretrain
+from synthenv.agents.repair import corrupt, repair_loss, repair_set
+from synthenv.agents.run_data import FILE_NAME, load_runs
+from synthenv.agents.variation import DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, inverse_edits, random_edits, \
+    random_programs
+from synthenv.checkpoint import CheckpointError
+from synthenv.cli import main
+from synthenv.language import decode_batch
+from synthenv.pipeline import Evaluator
+from synthenv.tasks import generated
+
+CPU = torch.device("cpu")
+
+
+def _pairs(first: int, count: int) -> list:
+    return [(g.task, g.program) for g in (generated.generate("train", first + i) for i in range(count))]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_inverse_edits_undo_every_kind_of_edit(seed):
+    gens = [torch.Generator().manual_seed(seed)]
+    parents = random_programs(gens, (3000,), 16, 12, CPU)  # room for 3 insertions: nothing is cut
+    edits = random_edits(gens, parents, max_edits=3)
+    assert {SUBSTITUTE, INSERT, DELETE} <= set(edits.kinds[edits.active].tolist())
+    children = apply_edits(parents, edits)
+    undo = inverse_edits(parents, edits)
+    assert torch.equal(apply_edits(children, undo), parents)
+    assert bool((undo.active.sum(-1) <= edits.active.sum(-1)).all())
+    full = torch.full((1, 1, 4), 3)  # an insertion into a full program drops its last token: not undone
+    insert = Edits(torch.tensor([[[0]]]), torch.tensor([[[INSERT]]]), torch.tensor([[[5]]]), torch.tensor([[[True]]]))
+    assert not torch.equal(apply_edits(apply_edits(full, insert), inverse_edits(full, insert)), full)
+
+
+def test_repair_examples_repair_their_task_by_the_reference_interpreter():
+    pairs = _pairs(0, 12)
+    examples = repair_set(pairs, 8, 40, 3, torch.Generator().manual_seed(0), Evaluator.create())
+    assert len(examples) > 40
+    repaired = decode_batch(apply_edits(examples.parents[None], Edits(*(getattr(examples.edits, n)[None]
+                                                                         for n in EDIT_FIELDS)))[0])
+    corrupted = decode_batch(examples.parents)
+    for row in range(len(examples)):
+        task, _ = pairs[int(examples.groups[row])]
+        result = lambda code: reference.score_program(code, task.cases, task.base, task.max_steps)  # noqa: E731
+        assert result(repaired[row]).solved and not result(corrupted[row]).solved, row
+    assert examples.features.shape == (len(examples), NUM_FEATURES) and examples.features.abs().sum() > 0
+
+
+def test_corruptions_are_one_to_max_edits_random_edits_of_the_solution():
+    solution = torch.tensor([[7, 8, 1, 0, 0, 0, 0, 0]])
+    originals, corrupted, repair = corrupt(solution, 50, 2, torch.Generator().manual_seed(1))
+    assert torch.equal(originals, solution.expand(50, -1)) and corrupted.shape == (50, 8)
+    assert set(repair.active.sum(-1).tolist()) <= {1, 2} and (corrupted != originals).any()
+
+
+def test_pretraining_lowers_the_repair_loss_on_tasks_it_never_saw():
+    evaluator, generator = Evaluator.create(), torch.Generator().manual_seed(0)
+    train_set = repair_set(_pairs(0, 150), 16, 100, 3, generator, evaluator)
+    held_out = repair_set(_pairs(10**6, 40), 8, 100, 3, generator, evaluator)  # train split, never trained on
+    policy = EditPolicy(EditorConfig(), 1, NUM_FEATURES, [torch.Generator().manual_seed(0)], CPU)
+    with torch.no_grad():
+        before = float(repair_loss(policy, held_out))
+    log = fit(policy, train_set, held_out, steps=300, batch_size=256, learning_rate=3e-3, generator=generator,
+              log_every=100)
+    assert log.steps == [100, 200, 300] and log.validation_loss[-1] < log.validation_loss[0] < before
+    assert log.validation_loss[-1] < before - 1.0
+
+
+def test_pretrain_writes_a_policy_file_with_its_card_and_an_agent_starts_from_it(tmp_path):
+    out = tmp_path / "policy.pt"
+    config = PretrainConfig(tasks=30, validation_tasks=10, corruptions=8, steps=20, batch_size=64, out=str(out))
+    lines = []
+    card = pretrain(config, log=lines.append)
+    assert out.exists() and any("repair rate with 16 variants" in line for line in lines)
+    loaded = load_policy(out)
+    assert loaded.card["command"] == ("synthenv pretrain --tasks 30 --validation-tasks 10 --corruptions 8 --steps 20 "
+                                      f"--batch-size 64 --out {out}")
+    assert card["data"]["tasks"] == [0, 30] and card["validation"]["tasks"] == [30, 40]
+    agent = Trainer(TrainConfig(task="reverse-tune", algo="ppo", algo_config=PPOConfig(policy=str(out)),
+                                seeds=(0, 1), log_dir=None, progress=False, npe=10**5)).algorithm
+    for name, value in agent.learner.policy.named_parameters():
+        assert torch.equal(value[0], loaded.parameters[name]) and torch.equal(value[1], loaded.parameters[name])
+
+
+def test_policy_files_are_untrusted_data(tmp_path, capsys):
+    policy = EditPolicy(EditorConfig(), 2, NUM_FEATURES, [torch.Generator().manual_seed(s) for s in (0, 1)], CPU)
+    path = tmp_path / "p.pt"
+    save_policy(path, policy, 1, {"note": "member 1"})
+    loaded = load_policy(path)
+    assert all(torch.equal(loaded.parameters[n], v[1]) for n, v in policy.named_parameters())
+    assert loaded.card == {"note": "member 1"}
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(path.read_bytes()[:-40])
+    with pytest.raises(CheckpointError, match="bad.pt"):
+        load_policy(bad)
+    torch.save({"format": "something else"}, tmp_path / "other.pt")
+    with pytest.raises(CheckpointError):
+        load_policy(tmp_path / "other.pt")
+    wide = tmp_path / "wide.pt"
+    save_policy(wide, EditPolicy(EditorConfig(hidden=8), 1, NUM_FEATURES, [torch.Generator()], CPU), 0, {})
+    with pytest.raises(CheckpointError, match="architecture"):
+        Trainer(TrainConfig(task="reverse-tune", algo="ppo", algo_config=PPOConfig(policy=str(wide)), log_dir=None,
+                            progress=False))
+    for file in (bad, wide):  # at the command line: one line, exit code 2
+        assert main(["train", "--task", "reverse-tune", "--policy", str(file), "--npe", "64", "--log-dir", "None",
+                     "--no-progress"]) == 2
+        assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.skipif(not SHIPPED.exists(), reason="no policy shipped in this checkout")
+def test_the_shipped_policy_loads_with_weights_only_and_is_the_default_start():
+    shipped = load_policy(SHIPPED)
+    assert shipped.editor == EditorConfig() and shipped.card["command"].startswith("synthenv pretrain")
+    assert PPOConfig().policy == "pretrained"
+
+
+def test_the_ppo_update_raises_the_probability_of_an_edit_with_positive_advantage():
+    """One parent, two variants of it in the rollout: the one that beat its parent gains probability."""
+    config = PPOConfig(batch_size=64, islands=1, island_size=4, queue_size=4, update_every=1, update_batch=4,
+                       policy_fraction=0.0625, variants_per_parent=4, queue_weight=0.0, entropy_coef=0.0,
+                       update_epochs=4, learning_rate=1e-2, policy="scratch")
+    gens = [torch.Generator().manual_seed(0)]
+    learner = EditLearner(config, gens, 12, CPU)
+    parent = torch.tensor([[[7, 8, 1, 7, 0, 0, 0, 0, 0, 0, 0, 0]]])
+    features = torch.zeros(1, 1, NUM_FEATURES)
+    edits, log_probs = learner.policy.sample(parent, features, gens, None, 4)
+    gains = torch.tensor([[1.0, -1.0, -1.0, -1.0]])
+    learner.rollout.store([0], Members(gens), {"parents": parent, "features": features, "log_probs": log_probs,
+                                               "gains": gains, "valid": torch.ones(1, 4, dtype=torch.bool),
+                                               **{n: getattr(edits, n) for n in EDIT_FIELDS}})
+    learner.update(Members(gens), learner.imitation, torch.ones(1, dtype=torch.bool))
+    with torch.no_grad():
+        after = edit_log_probs(learner.policy(parent, features), edits)
+    assert float(after[0, 0]) > float(log_probs[0, 0]) + 0.05
+    assert float(after[0, 1:].mean()) < float(log_probs[0, 1:].mean())
+
+
+def test_runs_leave_their_improving_edits_and_solution_for_pretrain(tmp_path):
+    config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, elitist=False, policy="scratch")
+    (result,) = train(TrainConfig(task="reverse-tune", algo="ppo", algo_config=config, npe=256 * 30, seeds=(3,),
+                                  log_dir=str(tmp_path / "runs"), progress=False))
+    (data,) = list((tmp_path / "runs").rglob(FILE_NAME))
+    examples, solved = load_runs(tmp_path / "runs", 100)
+    assert examples is not None and 0 < len(examples) <= 16
+    assert bool((examples.edits.active.sum(-1) >= 1).all())
+    assert [pair[1] for pair in solved] == ([result.best_program] if result.solved else [])
+    with pytest.raises(FileNotFoundError):
+        load_runs(tmp_path / "nowhere", 100)
+
+
+def test_a_fine_tuned_policy_is_saved_and_starts_the_next_run(tmp_path):
+    out = tmp_path / "tuned.pt"
+    config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, elitist=False, policy="scratch",
+                       update_every=2)
+    train(TrainConfig(task="reverse-tune", algo="ppo", algo_config=config, npe=256 * 12, seeds=(0, 1),
+                      log_dir=None, progress=False, policy_out=str(out)))
+    tuned = load_policy(out)
+    assert tuned.card["fine_tuned_on"] == "reverse-tune" and tuned.card["start"] == "scratch"
+    fresh = EditPolicy(EditorConfig(), 1, NUM_FEATURES, [torch.Generator().manual_seed(0)], CPU)
+    assert any(not torch.equal(tuned.parameters[n], v[0]) for n, v in fresh.named_parameters())  # it learned
+    second = Trainer(TrainConfig(task="remove-char-tune", algo="ppo", algo_config=dataclasses.replace(
+        config, policy=str(out)), seeds=(5,), log_dir=None, progress=False, npe=256))
+    assert all(torch.equal(v[0], tuned.parameters[n]) for n, v in second.algorithm.learner.policy.named_parameters())
+    with pytest.raises(ValueError, match="algorithm 'ga' has none"):
+        Trainer(TrainConfig(task="reverse-tune", algo="ga", policy_out=str(out), log_dir=None, progress=False))
