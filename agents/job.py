@@ -34,7 +34,7 @@ class TrainConfig:
     8192
     """
 
-    task: str = "echo"
+    task: str = "reverse"
     """Task: a registered name ('synthenv tasks' lists them) or the path of a JSON task file (my_task.json: name,
     base, cases)."""
     algo: str = "ppo"
@@ -137,3 +137,6 @@ class RunResult:
     run_dir: str | None
     programs_per_s: float
     """Programs executed per second by the whole job (all seeds, the agent included)."""
+    minimal_program: str | None = None
+    """When solved: ``best_program`` with commands deleted while it still solves every case
+    (``tasks.generated.minimal_equivalent``, confirmed by the reference interpreter); else None."""

@@ -3,7 +3,7 @@
 Tags follow CleanRL's scheme: ``charts/`` (episodic_return, success_rate, programs_per_s, best_reward,
 learning_rate), ``losses/`` (policy_loss, value_loss, entropy, approx_kl, old_approx_kl,
 clipfrac, explained_variance, queue_loss, grad_norm), ``programs/`` (step_limit_rate,
-mean_length, queue_best, queue_worst, best_program as text), ``verify/`` (the hybrid backend's
+mean_length, queue_best, queue_worst, best_program and, once solved, minimal_program as text), ``verify/`` (the hybrid backend's
 audit). The x axis is the seed's NPE. The run's settings go to TensorBoard's HPARAMS dashboard
 (with the final ``hparams/solved``, ``hparams/npe``, ``hparams/seconds`` and
 ``hparams/best_reward``) and, as a markdown table, to the text tab.
@@ -144,7 +144,10 @@ class RunLogger:
 
         seconds, solved = trainer.record.solve_seconds(), trainer.record.solved_npe.tolist()  # sync point: the end
         end = hparams({}, {})[2]
+        minimal = trainer.minimal_programs(decode_batch(trainer.record.best_tokens), [n >= 0 for n in solved])
         for i, writer in enumerate(self.writers):
+            if minimal[i] is not None:
+                writer.add_text("programs/minimal_program", f"`{minimal[i]}` (solves every case)", npe[i])
             finals = (float(solved[i] >= 0), float(npe[i]), seconds[i] if seconds[i] is not None else trainer.elapsed,
                       best[i])
             for name, value in zip(FINAL_METRICS, finals):

@@ -75,7 +75,8 @@ def start_policy(policy: EditPolicy, file: PolicyFile, path: str | os.PathLike) 
     """Set every member of ``policy`` to ``file``'s weights (in place); ``path`` names the file in errors."""
     if file.editor != policy.config:
         raise CheckpointError(f"policy {str(path)!r} has the architecture {file.editor}, this agent's is "
-                              f"{policy.config}; use the same editor settings, or --policy scratch")
+                              f"{policy.config}; use the same editor settings, or start from scratch (--policy scratch, "
+                              "ppo:policy=scratch)")
     own = dict(policy.named_parameters())
     if set(file.parameters) != set(own) or any(file.parameters[n].shape != own[n].shape[1:] for n in own):
         raise CheckpointError(f"policy {str(path)!r} does not hold this edit policy's parameters; use a file written "

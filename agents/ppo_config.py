@@ -57,7 +57,7 @@ class PPOConfig:
     """E, a variant makes 1 .. max_edits point edits (random variants: uniform; policy: learned)."""
     splice_fraction: float = 0.1
     """Share of each island's children made by crossover (a splice of a queued program or an island-mate)."""
-    policy_fraction: float = 0.0625
+    policy_fraction: float = 0.25
     """Share of each island's children written by the edit policy (0: random variants only, no learning)."""
     variants_per_parent: int = 4
     """V, policy variants written from each parent the policy reads: its pass reads a parent once and draws
@@ -94,7 +94,7 @@ class PPOConfig:
     """Gradient-norm clip, per member."""
     feedback: bool = True
     """Condition the policy on the parent's per-case test feedback (False: it sees the program only)."""
-    policy: str = "scratch"
+    policy: str = "pretrained"
     """Where the edit policy starts: 'pretrained' (the policy shipped in the package, pretrained across generated
     tasks by synthenv pretrain), 'scratch' (random weights) or the path of a policy file (synthenv pretrain --out,
     synthenv train --policy-out). Every member starts from it and fine-tunes it on the task at hand."""

@@ -320,6 +320,26 @@ def minimize(program: str, task: Task) -> str:
         program = min(kept, key=len)
 
 
+def minimal_equivalent(program: str, task: Task) -> str:
+    """``minimize(program, task)`` confirmed case by case by the reference interpreter (``synthenv.reference``):
+    a shortest-by-deletion program a person can read beside the one an agent wrote. ``program`` itself when
+    it does not solve ``task`` or the shorter one does not pass the reference check.
+
+    >>> task = Task("t", (((1, 2), (3,)), ((4, 1), (5,))))
+    >>> minimal_equivalent(",>,<>[<+>-]<.>[-]", task)
+    ',>,[<+>-]<.'
+    """
+    from synthenv import reference
+
+    def solves(code: str) -> bool:
+        return reference.score_program(code, task.cases, task.base, task.max_steps, task.strict_syntax).solved
+
+    if not solves(program):
+        return program
+    shorter = minimize(program, task)
+    return shorter if solves(shorter) else program
+
+
 def _deletions(code: str) -> list[str]:
     """``code`` less one command, one loop, or one loop's brackets; each variant once, in position order."""
     partner, variants = _partners(code), {}

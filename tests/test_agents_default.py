@@ -19,7 +19,7 @@ from synthenv.agents.priority_queue import EMPTY, ProgramQueue
 from synthenv.language import decode_batch
 
 SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_every=1, update_batch=16,
-                  policy_fraction=0.25, splice_fraction=0.25, patience=3, elitist=False)
+                  policy_fraction=0.25, splice_fraction=0.25, patience=3, elitist=False, policy="scratch")
 """The islands from the first step (the elitist phase's tests switch it on)."""
 
 

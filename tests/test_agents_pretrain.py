@@ -124,7 +124,6 @@ def test_policy_files_are_untrusted_data(tmp_path, capsys):
         assert capsys.readouterr().err.count("\n") == 1
 
 
-@pytest.mark.skipif(not SHIPPED.exists(), reason="no policy shipped in this checkout")
 def test_the_shipped_policy_loads_with_weights_only_and_is_the_default_start():
     shipped = load_policy(SHIPPED)
     assert shipped.editor == EditorConfig() and shipped.card["command"].startswith("synthenv pretrain")

@@ -135,16 +135,29 @@ def test_one_set_of_defaults_and_one_name_per_concept():
         assert not names & {"ent_coef", "queue_coef", "population", "lr"}, algo  # entropy_coef, queue_weight...
 
 
-def test_the_quick_start_default_solves_its_task(tmp_path, capsys):
-    """README's quick start, ``synthenv train`` with its defaults (the default agent, seed 0, starter task echo)."""
-    assert main(["train", "--no-progress", "--log-dir", "None", "--json-out", str(tmp_path / "out.json")]) == 0
-    (result,) = json.loads((tmp_path / "out.json").read_text())
-    assert (result["task"], result["algo"], result["seed"]) == ("echo", "ppo", 0)
-    assert result["solved"]
+def test_the_quick_start_default_is_a_task_that_shows_the_search_at_work():
+    """README's quick start trains on reverse: a first generation of random programs does not solve it."""
+    assert agents.TrainConfig().task == "reverse" and agents.TrainConfig().algo == "ppo"
+
+
+def test_a_solved_run_reports_its_program_and_a_minimal_equivalent(tmp_path, capsys):
+    """The summary, the JSON and TensorBoard show the solving program and, beside it, a minimal equivalent
+    that the reference interpreter confirms: no command, loop or bracket pair of it can go."""
     from synthenv import reference, tasks
 
+    assert main(["train", "--task", "echo", "--no-progress", "--log-dir", str(tmp_path / "logs"), "--json-out",
+                 str(tmp_path / "out.json")]) == 0
+    (result,) = json.loads((tmp_path / "out.json").read_text())
+    assert (result["task"], result["algo"], result["seed"], result["solved"]) == ("echo", "ppo", 0, True)
     task = tasks.get("echo")
-    assert reference.score_program(result["best_program"], task.cases, task.base, task.max_steps).solved
+    solves = lambda code: reference.score_program(code, task.cases, task.base, task.max_steps).solved  # noqa: E731
+    best, minimal = result["best_program"], result["minimal_program"]
+    assert solves(best) and solves(minimal) and len(minimal) <= len(best)
+    assert not any(solves(variant) for variant in tasks.generated._deletions(minimal))
+    out = capsys.readouterr().out
+    assert f"{best!r}" in out and (minimal == best or f"(minimal: {minimal!r})" in out)
+    (run,) = list((tmp_path / "logs").glob("echo__ppo__0__*"))
+    assert "programs/minimal_program/text_summary" in _event_tags(run)[1]
 
 
 def test_training_on_the_hybrid_backend_logs_the_audit(tmp_path, capsys):

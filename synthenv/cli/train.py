@@ -106,7 +106,8 @@ def summary(results) -> str:
     for r in results:
         outcome = (f"solved at NPE {r.npe:,} ({r.seconds:.1f} s)" if r.solved
                    else f"not solved in {r.npe:,} programs ({r.seconds:.1f} s)")
-        lines.append(f"seed {r.seed}: {outcome}; best reward {r.best_reward:.4f}: {r.best_program!r}"
+        minimal = f" (minimal: {r.minimal_program!r})" if r.minimal_program not in (None, r.best_program) else ""
+        lines.append(f"seed {r.seed}: {outcome}; best reward {r.best_reward:.4f}: {r.best_program!r}{minimal}"
                      + (f"  [{r.run_dir}]" if r.run_dir else ""))
     solved = [r for r in results if r.solved]
     mean = f"{sum(r.npe for r in solved) / len(solved):,.0f}" if solved else "-"
