@@ -144,7 +144,7 @@ class RunLogger:
 
         seconds, solved = trainer.record.solve_seconds(), trainer.record.solved_npe.tolist()  # sync point: the end
         end = hparams({}, {})[2]
-        minimal = trainer.minimal_programs(decode_batch(trainer.record.best_tokens), [n >= 0 for n in solved])
+        minimal = trainer.record.minimal_programs(trainer.task)
         for i, writer in enumerate(self.writers):
             if minimal[i] is not None:
                 writer.add_text("programs/minimal_program", f"`{minimal[i]}` (solves every case)", npe[i])

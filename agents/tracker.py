@@ -9,6 +9,8 @@ from __future__ import annotations
 import torch
 
 from synthenv.language import decode_batch
+from synthenv.tasks import Task
+from synthenv.tasks.generated import minimal_equivalent
 
 from .feedback import Feedback
 
@@ -37,6 +39,7 @@ class Tracker:
         self.best_rewards = torch.full((s,), float("-inf"), dtype=torch.float32, device=device)
         self.best_tokens = torch.zeros((s, max_len), dtype=torch.int64, device=device)
         self.step_seconds: list[float] = []
+        self._minimal: dict[str, str] = {}  # solving program -> a minimal equivalent, found once
 
     def track(self, feedback: Feedback, active: torch.Tensor, new: int, step: int) -> None:
         """Count ``new`` programs of NPE, note first solves and the best program per member, for the members
@@ -64,6 +67,14 @@ class Tracker:
         solved_npe, npe = self.solved_npe.tolist(), self.npe.tolist()
         return ([n >= 0 for n in solved_npe], [s if s >= 0 else n for s, n in zip(solved_npe, npe)],
                 decode_batch(self.best_tokens), self.best_rewards.tolist())
+
+    def minimal_programs(self, task: Task) -> list[str | None]:
+        """Per member: a minimal equivalent of its solving program on ``task`` (None while unsolved), by
+        ``tasks.generated.minimal_equivalent`` (checked by the reference interpreter). # sync point."""
+        solved, _, programs, _ = self.read()
+        for program in {p for p, ok in zip(programs, solved) if ok} - self._minimal.keys():
+            self._minimal[program] = minimal_equivalent(program, task)
+        return [self._minimal[p] if ok else None for p, ok in zip(programs, solved)]
 
     def state_dict(self) -> dict:
         return {"npe": self.npe.clone(), "solved_npe": self.solved_npe.clone(), "solved_step": self.solved_step.clone(),

@@ -86,7 +86,6 @@ class Trainer:
                              for seed in config.seeds]
         self.elapsed = 0.0  # wall-clock seconds of training so far (all sessions of a resumed run)
         self.env_programs = 0  # programs the env ran for the whole job (not the empty rows), for programs/s
-        self._minimal: dict[str, str] = {}  # solving program -> its minimal equivalent (computed once, at the end)
         self._shared_at = -1  # the step of the last exchange of programs (at most one per step)
         if config.resume:
             self.load(config.resume)
@@ -223,17 +222,10 @@ class Trainer:
         """One ``RunResult`` per seed. # sync point: reads the record back."""
         solved, npe, programs, rewards = self.record.read()
         seconds, speed = self.record.solve_seconds(), self.env_programs / self.elapsed if self.elapsed else 0.0
-        minimal = self.minimal_programs(programs, solved)
+        minimal = self.record.minimal_programs(self.task)
         return [RunResult(self.task.name, self.config.algo, seed, solved[i], npe[i],
                           seconds[i] if seconds[i] is not None else self.elapsed, programs[i], rewards[i],
                           self.run_dirs[i], speed, minimal[i]) for i, seed in enumerate(self.config.seeds)]
-
-    def minimal_programs(self, programs: list[str], solved: list[bool]) -> list[str | None]:
-        """Per member, a minimal equivalent of its solving program (None where it has not solved)."""
-        for program, ok in zip(programs, solved):
-            if ok and program not in self._minimal:
-                self._minimal[program] = tasks.generated.minimal_equivalent(program, self.task)
-        return [self._minimal[p] if ok else None for p, ok in zip(programs, solved)]
 
     def state_dict(self) -> dict:
         """Everything needed to continue exactly: algorithm, counters (plain data and tensors only)."""

@@ -15,9 +15,9 @@ from synthenv.agents.editor import EditorConfig, EditPolicy, edit_log_probs
 from synthenv.agents.feedback import NUM_FEATURES
 from synthenv.agents.learner import EditLearner
 from synthenv.agents.operators import EDIT_FIELDS, Members
-from synthenv.agents.policy_file import SHIPPED, load_policy, save_policy
+from synthenv.agents.policy_file import SHIPPED, load_policy, save_policy, start_policy
 from synthenv.agents.pretrain import PretrainConfig, fit, pretrain
-from synthenv.agents.repair import corrupt, repair_loss, repair_set
+from synthenv.agents.repair import corrupt, repair_loss, repair_rate, repair_set
 from synthenv.agents.run_data import FILE_NAME, load_runs
 from synthenv.agents.variation import DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, inverse_edits, random_edits, \
     random_programs
@@ -179,3 +179,18 @@ def test_a_fine_tuned_policy_is_saved_and_starts_the_next_run(tmp_path):
     assert all(torch.equal(v[0], tuned.parameters[n]) for n, v in second.algorithm.learner.policy.named_parameters())
     with pytest.raises(ValueError, match="algorithm 'ga' has none"):
         Trainer(TrainConfig(task="reverse-tune", algo="ga", policy_out=str(out), log_dir=None, progress=False))
+
+
+def test_the_shipped_policy_repairs_held_out_tasks_far_more_often_than_random_edits():
+    """On tasks of the generated test split (never pretrained on), corrupted by 1-3 random edits, 16 variants
+    sampled by the shipped policy restore a solution more than twice as often as 16 random 1-3 point variants."""
+    generator, evaluator = torch.Generator().manual_seed(11), Evaluator.create()
+    held_out = [(g.task, g.program) for g in (generated.generate("test", i) for i in range(40))]
+    examples = repair_set(held_out, 8, 100, 3, generator, evaluator)
+    policy = EditPolicy(EditorConfig(), 1, NUM_FEATURES, [torch.Generator().manual_seed(0)], CPU)
+    start_policy(policy, load_policy(SHIPPED), SHIPPED)
+    sample = lambda parents, features, v: policy.sample(parents, features, [generator], None, v)[0]  # noqa: E731
+    guess = lambda parents, features, v: random_edits([generator], parents.repeat_interleave(v, dim=1), 3)  # noqa: E731
+    learned = repair_rate(sample, held_out, examples, 16, evaluator, 100)
+    chance = repair_rate(guess, held_out, examples, 16, evaluator, 100)
+    assert len(examples) > 100 and learned > 2 * chance and learned > 0.1

@@ -108,7 +108,7 @@ def test_a_program_found_on_rank_0_reaches_the_queues_of_rank_1(tmp_path):
         import torch
         from synthenv.agents import PPOConfig, TrainConfig, Trainer
         from synthenv.language import decode_batch, encode_batch
-        config = PPOConfig(batch_size=16, islands=2, island_size=4, queue_size=4)
+        config = PPOConfig(batch_size=16, islands=2, island_size=4, queue_size=4, variants_per_parent=2)
         seeds = team.split((0, 1, 2))  # rank 0: 2 members, rank 1: 1 (queues padded to the same shape)
         trainer = Trainer(TrainConfig(task="reverse-tune", algo="ppo", algo_config=config, seeds=seeds, max_len=8,
                                       log_dir=None, progress=False, share_every=1), team=team)
@@ -173,7 +173,7 @@ def test_without_torchrun_there_is_no_team(monkeypatch):
 
 
 def test_members_share_their_best_programs_in_one_process():
-    config = PPOConfig(batch_size=16, islands=2, island_size=4, queue_size=4)
+    config = PPOConfig(batch_size=16, islands=2, island_size=4, queue_size=4, variants_per_parent=2)
     trainer = Trainer(TrainConfig(task="reverse-tune", algo="ppo", algo_config=config, seeds=(0, 1), max_len=8,
                                   log_dir=None, progress=False, engine="torch", share_every=1))
     trainer.step()
