@@ -21,8 +21,10 @@ Batched over S members (seeds), built from parts, each one click away:
 The trainer's schedule shares the job's time between members (``generation_costs``, ``set_stepping``):
 a member past its elitist phase costs ``islands_every`` elitist generations, so while some member is
 still in its elitist phase the islands step once every ``islands_every`` steps. Each member counts its
-own generations (its update steps and hand-over follow that count), so a member writes the same
-programs whatever the schedule and whichever seeds share its job. ``propose`` and ``learn`` below are the
+own generations (its update steps and hand-over follow that count), so the schedule never changes what a
+member writes. Which seeds share its job can, after many generations: the edit policy's float arithmetic
+over a batch of members rounds differently from that over one, and a last-bit difference changes a sampled
+edit (the elitist phase is integer arithmetic and exact). ``propose`` and ``learn`` below are the
 whole generation, top to bottom. No host synchronisation in a step but the ``elitist_handover`` sync
 point and, on the CPU only, ``editor_width``.
 """

@@ -64,7 +64,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from synthenv.errors import UserError
-from synthenv.language import COMMANDS, Status
+from synthenv import reference
+from synthenv.language import COMMANDS, Status, encode_batch
+from synthenv.reference import match_brackets
 
 from . import grammar
 from .py2random import Py2Random
@@ -221,8 +223,6 @@ def _drop_silent_tail(code: str) -> str:
 
 
 def _partners(code: str) -> dict[int, int]:
-    from synthenv.reference import match_brackets
-
     return match_brackets(code)[0]
 
 
@@ -321,22 +321,27 @@ def minimize(program: str, task: Task) -> str:
 
 
 def minimal_equivalent(program: str, task: Task) -> str:
-    """``minimize(program, task)`` confirmed case by case by the reference interpreter (``synthenv.reference``):
-    a shortest-by-deletion program a person can read beside the one an agent wrote. ``program`` itself when
-    it does not solve ``task`` or the shorter one does not pass the reference check.
+    """``minimize(program, task)`` without its unmatched brackets (no-ops that agents' programs are full of),
+    confirmed case by case by the reference interpreter (``synthenv.reference``): a shortest-by-deletion
+    program a person can read beside the one an agent wrote. ``program`` itself when it does not solve
+    ``task`` or the shorter one does not pass the reference check.
 
     >>> task = Task("t", (((1, 2), (3,)), ((4, 1), (5,))))
     >>> minimal_equivalent(",>,<>[<+>-]<.>[-]", task)
     ',>,[<+>-]<.'
+    >>> minimal_equivalent("]],>,][<+>-]<.[", task)
+    ',>,[<+>-]<.'
     """
-    from synthenv import reference
-
     def solves(code: str) -> bool:
         return reference.score_program(code, task.cases, task.base, task.max_steps, task.strict_syntax).solved
 
     if not solves(program):
         return program
     shorter = minimize(program, task)
+    matched = _partners(shorter)
+    bare = "".join(c for i, c in enumerate(shorter) if c not in "[]" or i in matched)
+    if bare != shorter and solves(bare):
+        shorter = minimize(bare, task)
     return shorter if solves(shorter) else program
 
 
@@ -445,7 +450,6 @@ class _Runner:
         if self.engine is None:
             return list(programs)
         from synthenv.compilers.traditional import compile_native
-        from synthenv.language import encode_batch
 
         return compile_native(encode_batch(programs), num_threads=1)
 
@@ -458,8 +462,6 @@ class _Runner:
 
 
 def _run_reference(programs: Sequence[str], task: Task, num_outputs: int, early_abort: bool) -> _Runs:
-    from synthenv import reference
-
     shape = (len(programs), task.num_cases)
     status, lengths = np.zeros(shape, np.int8), np.zeros(shape, np.int32)
     outputs = np.zeros((*shape, num_outputs), np.int32)

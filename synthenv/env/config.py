@@ -15,6 +15,7 @@ from synthenv import tasks as task_registry
 from synthenv.checks import require_seed
 from synthenv.compilers import DEFAULT_BACKEND
 from synthenv.language import DEFAULT_MAX_LEN, MAX_LEN
+from synthenv.registry import unknown_name_message
 from synthenv.tasks import Task
 
 
@@ -143,8 +144,6 @@ def _as_mode(mode: object) -> Mode:
     try:
         return Mode(mode)
     except ValueError:
-        from synthenv.registry import unknown_name_message
-
         raise ValueError(unknown_name_message("mode", mode, list(MODES))) from None
 
 
@@ -160,8 +159,6 @@ def as_autoreset_mode(mode: object) -> AutoresetMode:
         for member in AutoresetMode:
             if mode in (member.value, member.name, member.name.lower()):
                 return member
-    from synthenv.registry import unknown_name_message
-
     raise ValueError(unknown_name_message("autoreset_mode", mode, list(AUTORESET_MODES))
                      + " Pass one of them or a gymnasium.vector.AutoresetMode, e.g. autoreset_mode='NextStep'")
 
