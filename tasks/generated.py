@@ -63,8 +63,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synthenv.errors import UserError
 from synthenv import reference
+from synthenv.errors import UserError
 from synthenv.language import COMMANDS, Status, encode_batch
 from synthenv.reference import match_brackets
 
