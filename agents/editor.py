@@ -20,18 +20,21 @@ appends), H hidden, F features, E edits.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from synthenv import native_build
 from synthenv.checks import require_positive_int_fields
 from synthenv.language import CLOSE, EOS, OPEN, VOCAB_SIZE
 from synthenv.syncpoints import sync_point
 
 from .buffers import MASKED_LOGIT
-from .rows import program_lengths
+from .rows import check_impl, program_lengths
 from .variation import DELETE, NUM_COMMANDS, NUM_KINDS, Edits, member_uniform
 
 MAX_DEPTH = 3
@@ -76,7 +79,7 @@ class EditLogits:
         count: ``[S, N, E]`` logits of the number of edits (1 .. E).
         hidden: ``[S, N, P, H]`` the features of every position.
         lengths: ``[S, N]`` the parents' lengths.
-        heads: ``[S, H, 11]`` the kind (3) and command (8) heads.
+        heads: ``[S, H, 11]`` the kind (3) and command (8) heads, divided by the sampling temperature.
     """
 
     position: torch.Tensor
@@ -116,10 +119,12 @@ class EditPolicy(nn.Module):
     """
 
     def __init__(self, config: EditorConfig, num_members: int, num_features: int, generators: list[torch.Generator],
-                 device: torch.device):
+                 device: torch.device, temperature: float = 1.0):
         super().__init__()
         s, e, h = num_members, config.embedding, config.hidden
         self.config, self.num_members = config, s
+        # every logit is divided by it: sampling, log-probabilities and updates see one tempered distribution
+        self.temperature = float(temperature)
         self.tokens = _param((VOCAB_SIZE, e), 1.0, generators, device)  # [S, V, E]
         self.depths = _param((MAX_DEPTH + 1, e), 1.0, generators, device)  # [S, D, E]
         bound = 1.0 / math.sqrt(e * config.kernel)
@@ -159,8 +164,10 @@ class EditPolicy(nn.Module):
         inside = p <= lengths[..., None]  # [S, N, P']: the program's tokens and the slot after it
         position_ok = inside & (p < length + (lengths < length).long()[..., None])  # full: no append
         pooled = (hidden * inside[..., None]).sum(2) / (lengths + 1)[..., None]  # [S, N, H], padding-free
-        return EditLogits(torch.where(position_ok, where, MASKED_LOGIT), torch.bmm(pooled, self.count_head),
-                          hidden, lengths, self.heads)
+        count, heads = torch.bmm(pooled, self.count_head), self.heads
+        if self.temperature != 1.0:
+            where, count, heads = where / self.temperature, count / self.temperature, heads / self.temperature
+        return EditLogits(torch.where(position_ok, where, MASKED_LOGIT), count, hidden, lengths, heads)
 
     def _width(self, lengths: torch.Tensor, length: int) -> int:
         """Positions the pass needs: up to the longest program's append slot plus the convolution's
@@ -181,16 +188,28 @@ class EditPolicy(nn.Module):
 
     @torch.no_grad()
     def sample(self, parents: torch.Tensor, features: torch.Tensor, generators: list[torch.Generator],
-               members: torch.Tensor | None = None, variants: int = 1) -> tuple[Edits, torch.Tensor]:
+               members: torch.Tensor | None = None, variants: int = 1,
+               impl: str = "auto") -> tuple[Edits, torch.Tensor]:
         """``variants`` (K) edits of each of ``parents [S, N, L]`` and their log-probabilities under
         the policy (of members ``members [S']`` only: ``logits``), as ``[S, K N, ...]`` rows, parent
         i's at ``i K .. i K + K - 1``. One pass reads each parent once, whatever K; each edit is drawn
         by inversion of its distribution's CDF, member s's from ``generators[s]`` (a fixed number of
-        draws per variant: a member's edits never depend on the other members' programs)."""
-        logits = self.logits(parents, features, members)
-        s, n, _ = logits.position.shape
+        draws per variant: a member's edits never depend on the other members' programs).
+
+        ``impl``: ``"torch"`` (batched tensor ops, any device), ``"native"`` (``editor.c``: one loop per
+        parent, CPU tensors) or ``"auto"`` (native on the CPU when it builds); the same edits and
+        log-probabilities up to float rounding (a draw within rounding of a boundary of its
+        distribution can fall on the other side)."""
+        check_impl(impl)
         e = self.config.max_edits
+        s, n = parents.shape[:2]
         uniform = member_uniform(generators, (n, variants, 1 + 3 * e), parents.device)  # [S, N, K, 1 + 3E]
+        lib = _native(parents) if impl != "torch" else None
+        if impl == "native" and lib is None:
+            raise RuntimeError("impl='native' needs CPU tensors and a working C compiler; use impl='torch'")
+        if lib is not None:
+            return self._sample_native(lib, parents, features, members, variants, uniform)
+        logits = self.logits(parents, features, members)
         count = 1 + _inverse_cdf(logits.count, uniform[..., 0]).view(s, n * variants)  # [S, K N]
         where = _inverse_cdf(logits.position, uniform[..., 1: 1 + e].reshape(s, n, -1)).view(s, n * variants, e)
         kind_logits, token_logits = logits.at(where)  # [S, K N, E, 3 / 8]
@@ -200,6 +219,53 @@ class EditPolicy(nn.Module):
         active = torch.arange(e, device=parents.device) < count[..., None]
         edits = Edits(where, kinds, tokens, active)
         return edits, edit_log_probs(logits, edits, at=(kind_logits, token_logits))
+
+    def _sample_native(self, lib, parents: torch.Tensor, features: torch.Tensor, members: torch.Tensor | None,
+                       variants: int, uniform: torch.Tensor) -> tuple[Edits, torch.Tensor]:
+        """``sample`` by ``editor.c`` (the same draws ``uniform [S, N, K, 1 + 3E]``)."""
+        s, n, length = parents.shape
+        e, config = self.config.max_edits, self.config
+        rows = s * n * variants
+        member_of = (torch.arange(s) if members is None else members).to(torch.int64).contiguous()
+        weights = [getattr(self, name).detach().float().contiguous() for name in _NATIVE_PARAMETERS]
+        parents = parents.to(torch.int64).contiguous()
+        features = features.float().contiguous()
+        uniform = uniform.contiguous()
+        positions, kinds, tokens = (torch.empty((rows, e), dtype=torch.int64) for _ in range(3))
+        active = torch.empty((rows, e), dtype=torch.uint8)
+        log_probs = torch.empty(rows, dtype=torch.float32)
+        status = lib(s, n, length, variants, e, features.shape[-1], member_of.data_ptr(), parents.data_ptr(),
+                     features.data_ptr(), uniform.data_ptr(), *(w.data_ptr() for w in weights), VOCAB_SIZE,
+                     MAX_DEPTH + 1, config.embedding, config.hidden, config.kernel, OPEN, CLOSE,
+                     1.0 / self.temperature, positions.data_ptr(), kinds.data_ptr(), tokens.data_ptr(),
+                     active.data_ptr(), log_probs.data_ptr(), 0)
+        if status != 0:
+            raise RuntimeError(f"synthenv_edit_sample failed with status {status} (a bug in synthenv)")
+        shape = (s, n * variants, e)
+        edits = Edits(positions.view(shape), kinds.view(shape), tokens.view(shape), active.view(shape).bool())
+        return edits, log_probs.view(s, n * variants)
+
+
+_NATIVE_PARAMETERS = ("tokens", "depths", "conv", "conv_bias", "film", "mix", "mix_bias", "where_head", "heads",
+                      "count_head")
+"""The policy's parameters in the order ``synthenv_edit_sample`` takes them."""
+
+LIBRARY = native_build.register(__name__, ["editor.c"], beside=__file__, exports=("synthenv_edit_sample",))
+"""``EditPolicy.sample`` in C (``agents/editor.c``)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _library():
+    p, i64, i32, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_float
+    return LIBRARY.bind("synthenv_edit_sample", [i64, i64, i64, i64, i64, i64, p, p, p, p, *[p] * 10,
+                                                 i64, i64, i64, i64, i64, i64, i64, f32, p, p, p, p, p, i32])
+
+
+def _native(parents: torch.Tensor):
+    """The C function when ``parents`` is a CPU tensor and the library builds, else None."""
+    if parents.device.type != "cpu" or not LIBRARY.is_available():
+        return None
+    return _library()
 
 
 def _inverse_cdf(logits: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:

@@ -133,7 +133,8 @@ class EditLearner:
     def __init__(self, config: PPOConfig, generators: list[torch.Generator], max_len: int, device: torch.device):
         self.config = config
         s, e = len(generators), config.max_edits
-        self.policy = EditPolicy(config.editor, s, NUM_FEATURES, generators, device)  # drawn whatever the start
+        # drawn whatever the start
+        self.policy = EditPolicy(config.editor, s, NUM_FEATURES, generators, device, config.temperature)
         path = policy_path(config.policy)
         if path is not None:
             start_policy(self.policy, load_policy(path), path)

@@ -98,6 +98,9 @@ class PPOConfig:
     """Where the edit policy starts: 'pretrained' (the policy shipped in the package, pretrained across generated
     tasks by synthenv pretrain), 'scratch' (random weights) or the path of a policy file (synthenv pretrain --out,
     synthenv train --policy-out). Every member starts from it and fine-tunes it on the task at hand."""
+    temperature: float = 1.0
+    """The edit policy's sampling temperature: every logit is divided by it, so below 1 its likeliest edits
+    are written more often and its variants are less diverse (1: the distribution it learned)."""
     editor: EditorConfig = field(default_factory=EditorConfig)
     """The edit policy's architecture (its max_edits follows this config's; a policy file must have it)."""
 
@@ -123,7 +126,8 @@ class PPOConfig:
                              f"island ({self.policy_children} = policy_fraction x children per island) and "
                              f"update_batch ({self.update_batch}); pick a divisor of both, or change those")
         require_finite_fields(self, "risk_quantile", low=0.0, high=1.0, high_open=True)
-        require_finite_fields(self, "learning_rate", "max_grad_norm", "clip_coef", low=0.0, low_open=True)
+        require_finite_fields(self, "learning_rate", "max_grad_norm", "clip_coef", "temperature", low=0.0,
+                              low_open=True)
         require_finite_fields(self, "pg_weight", "queue_weight", "entropy_coef", low=0.0)
         if not isinstance(self.policy, str) or not self.policy:
             raise ValueError(f"policy must be 'pretrained', 'scratch' or the path of a policy file, got {self.policy!r}")

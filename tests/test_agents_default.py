@@ -240,8 +240,10 @@ def test_without_the_policy_nothing_is_learned():
 
 
 @pytest.mark.parametrize("switch", [dict(pg_weight=0.0), dict(queue_weight=0.0), dict(feedback=False),
-                                    dict(entropy_coef=0.0), dict(risk_quantile=0.5), dict(variants_per_parent=1)],
-                         ids=["no-ppo", "no-imitation", "no-feedback", "no-entropy", "risk-seeking", "one-variant"])
+                                    dict(entropy_coef=0.0), dict(risk_quantile=0.5), dict(variants_per_parent=1),
+                                    dict(temperature=0.5)],
+                         ids=["no-ppo", "no-imitation", "no-feedback", "no-entropy", "risk-seeking", "one-variant",
+                              "tempered"])
 def test_each_learning_switch_changes_the_policy_update(switch):
     base = run_steps(SMALL, steps=3).algorithm.learner.policy.state_dict()
     changed = run_steps(dataclasses.replace(SMALL, **switch), steps=3).algorithm.learner.policy.state_dict()
@@ -377,8 +379,9 @@ def test_the_c_fast_path_and_the_torch_path_run_the_same_search(monkeypatch):
     """The agent's C operators (variation.c through agents.rows: edits, splices, hashes, lengths, the islands' and queues'
     selection) are the CPU's fast path; a GPU runs their torch twins. Whole runs agree bit for bit:
     islands, queues, edit policy, optimizer and generators after several generations with drift and
-    restarts. (The feedback features are computed one way in both runs: their C and torch versions
-    agree only up to float rounding, tests/test_agents_feedback.py.)"""
+    restarts. (The feedback features and the edit policy's draws are computed one way in both runs: their C
+    and torch versions agree only up to float rounding, tests/test_agents_feedback.py and
+    tests/test_agents_variation.py.)"""
     from synthenv import native_build
     from synthenv.agents import feedback, rows
 

@@ -254,6 +254,34 @@ def test_the_edit_policy_scores_random_edits_finitely():
     assert torch.isfinite(log_probs).all() and (log_probs > -100).all()
 
 
+@pytest.mark.parametrize("members, temperature, variants", [(None, 1.0, 4), ((2, 0), 0.5, 2), (None, 2.0, 1)])
+def test_the_c_edit_sampler_draws_the_edits_of_the_torch_one(members, temperature, variants):
+    """agents/editor.c (the CPU path of ``EditPolicy.sample``) draws, from the same uniform numbers, the edits
+    the torch pass (what a GPU runs) draws, with their log-probabilities up to float rounding: on empty, full,
+    deeply nested and random programs, for some of the members, at any temperature."""
+    from synthenv.agents import editor
+
+    if not editor.LIBRARY.is_available():
+        pytest.skip(f"no C compiler here: {editor.LIBRARY.unavailable_reason()}")
+    gens = _generators(3, 4)
+    policy = EditPolicy(EditorConfig(), 3, num_features=9, generators=gens, device=CPU, temperature=temperature)
+    parents = random_programs(gens, (200,), 40, 40, CPU)
+    parents[:, 0] = 0  # empty
+    parents[:, 1] = 5  # full, and deeper than the depth embeddings reach
+    parents[:, 2] = torch.tensor([6, 6, 5, 1, 6, 5, 5, 5] * 5)  # unmatched closes first
+    features = torch.rand(3, 200, 9)
+    index = None if members is None else torch.tensor(members)
+    rows = slice(None) if index is None else index
+    draws = [_generators(3, 9) for _ in range(2)]
+    results = [policy.sample(parents[rows], features[rows], [draw[i] for i in (range(3) if index is None else
+                                                                              members)], index, variants, impl=impl)
+               for draw, impl in zip(draws, ("torch", "native"))]
+    (torch_edits, torch_lp), (c_edits, c_lp) = results
+    for name in ("positions", "kinds", "tokens", "active"):
+        assert torch.equal(getattr(torch_edits, name), getattr(c_edits, name)), name
+    assert torch.allclose(torch_lp, c_lp, atol=1e-4, rtol=1e-5)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_the_c_operators_equal_the_torch_ones(seed):
     """agents/variation.c (CPU fast path) and the torch passes (what a GPU runs) agree element for element."""
