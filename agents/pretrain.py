@@ -1,21 +1,29 @@
-"""Pretraining the edit policy across generated tasks by supervised repair (``synthenv pretrain``).
+"""Pretraining the edit policy across generated tasks (``synthenv pretrain``).
 
-Each generated training task (``tasks.generated``, the ``train`` split) comes with a program P that
-solves it. Corrupt P with 1 .. E random point edits (the agent's own random variation) into P', run
-P' on the task's cases for its per-case feedback, and keep the edits that undo the corruption
-(``variation.inverse_edits``: the policy's format, positions in P'). The policy learns to write those
-edits given P' and its feedback: the edits that take a nearly right program back to a solution, on
-tasks of every family of the grammar. Examples are dropped where the corruption changed nothing,
-still solves the task, or cannot be undone (an insertion into a full program).
+Two kinds of examples, both (parent, its per-case feedback, edits), learned by likelihood:
+
+- *repair* (``agents.repair``): each generated training task (``tasks.generated``, the ``train``
+  split) comes with a program P that solves it. Corrupt P with 1 .. E random point edits (the agent's
+  own random variation) into P', run P' on the task's cases for its feedback, and keep the edits that
+  undo the corruption (``variation.inverse_edits``: the policy's format, positions in P'): the edits that
+  take a nearly right program back to a solution. Examples are dropped where the corruption changed
+  nothing, still solves the task, or cannot be undone (an insertion into a full program).
+- *search experience* (``agents.experience``): the island search runs with random edits on each
+  training task, and every random edit that made a new island best is an example: the steps of a
+  search, from its fresh start to the solution, where the agent spends its time.
+
+The shipped policy learned from search experience alone (``corruptions=0``): on parents drawn from
+searches it writes new island bests more often than a mix with repair examples (BENCHMARKS.md, model card).
 
 ``synthenv pretrain --from-runs DIR`` adds what runs of the default agent found (``agents.run_data``):
 the improving edits of their imitation queues, and repair examples built from the programs that
 solved their tasks, so that an agent that has solved tasks is better at the next one.
 
 The policy is judged on tasks it never saw: ``validation_tasks`` further tasks of the train split
-(the ``test`` split is kept for reporting the agent). Its repair loss there, and its *repair rate*:
-the share of corrupted programs of which one of ``V`` variants it writes solves the task again,
-beside the rate of ``V`` random variants.
+(the ``test`` split is kept for reporting the agent). Its loss there; its *repair rate*, the share of
+corrupted programs of which one of ``V`` variants it writes solves the task again; and its *new-best
+rate*, the share of its variants of parents drawn from a search's islands that beat their island's best
+(the agent's own yardstick); each beside the rate of random variants.
 """
 
 from __future__ import annotations
@@ -34,8 +42,10 @@ from synthenv.pipeline import Evaluator
 from synthenv.tasks import generated
 
 from .editor import EditorConfig, EditPolicy
+from .experience import Probes, new_best_rate, search_experience
 from .feedback import NUM_FEATURES
 from .policy_file import save_policy
+from .ppo_config import PPOConfig
 from .repair import RepairSet, repair_loss, repair_rate, repair_set
 from .run_data import load_runs
 from .variation import random_edits
@@ -84,14 +94,18 @@ def fit(policy: EditPolicy, train: RepairSet, validation: RepairSet, steps: int,
 class PretrainConfig:
     """One pretraining run of the edit policy (``synthenv pretrain``)."""
 
-    tasks: int = 4000
+    tasks: int = 1000
     """Generated training tasks to learn from (train split, indices first_task .. first_task + tasks - 1)."""
     first_task: int = 0
     """The first of them."""
-    validation_tasks: int = 200
+    validation_tasks: int = 50
     """Further tasks of the train split, after the training ones, on which the policy is judged (never trained on)."""
-    corruptions: int = 32
-    """Corrupted copies of each task's program (each 1 .. max_edits random edits away from it)."""
+    search_generations: int = 150
+    """Generations of the island search on each training task, whose random edits that made a new island best are
+    examples (0: none)."""
+    corruptions: int = 0
+    """Corrupted copies of each training task's program (each 1 .. max_edits random edits away from it) whose
+    repairs are examples (0: none)."""
     steps: int = 5000
     """Adam steps (cosine-decayed learning rate)."""
     batch_size: int = 512
@@ -111,7 +125,13 @@ class PretrainConfig:
     """The policy's architecture (an agent starting from the file must have the same)."""
 
     def __post_init__(self) -> None:
-        require_positive_int_fields(self, "tasks", "validation_tasks", "corruptions", "steps", "batch_size", "max_len")
+        require_positive_int_fields(self, "tasks", "validation_tasks", "steps", "batch_size", "max_len")
+        for name in ("search_generations", "corruptions"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        if not self.search_generations and not self.corruptions and self.from_runs is None:
+            raise ValueError("pretraining needs examples: set search_generations or corruptions above 0, or from_runs")
         require_finite_fields(self, "learning_rate", low=0.0, low_open=True)
         require_seed("seed", self.seed, allow_none=False)
         if not isinstance(self.first_task, int) or self.first_task < 0:
@@ -130,8 +150,62 @@ class PretrainConfig:
         return " ".join(["synthenv pretrain", *flags])
 
 
+JUDGED_TEMPERATURES = tuple(sorted({1.0, PPOConfig().temperature}, reverse=True))
+"""Temperatures at which the new-best rate is reported: 1 (the distribution learned) and the agent's default."""
+NEW_BEST_VARIANTS = 4
+"""Variants of each probe whose new-best rate is reported (the agent's variants per parent read)."""
 REPAIR_VARIANTS = (4, 16)
 """Variants per corrupted program at which the repair rate is reported (the agent reads a parent for V of them)."""
+VALIDATION_CORRUPTIONS = 8
+"""Corrupted copies of each validation task's program, on which the repair rate is measured."""
+RUN_CORRUPTIONS = 32
+"""Corrupted copies of each solution that runs found (``from_runs``), whose repairs are examples."""
+
+
+@dataclass(frozen=True)
+class PretrainData:
+    """The examples of a pretraining run: ``train``, ``validation`` (the same kinds, on the validation tasks), the
+    validation tasks' ``repairs`` and search ``probes`` (None without search), and how many of each kind."""
+
+    train: RepairSet
+    validation: RepairSet
+    repairs: RepairSet
+    probes: Probes | None
+    counts: dict[str, int]
+
+
+def pretrain_data(config: PretrainConfig, train_tasks: list, validation_tasks: list, generator: torch.Generator,
+                  evaluator: Evaluator, log=print) -> PretrainData:
+    """The examples of ``config`` from its tasks (``(task, solution)`` pairs)."""
+    start, e = time.perf_counter(), config.editor.max_edits
+    parts, counts = [], {}
+    repairs = repair_set(validation_tasks, VALIDATION_CORRUPTIONS, config.max_len, e, generator, evaluator)
+    validation, probes = [repairs] if config.corruptions else [], None
+    if config.corruptions:
+        parts.append(repair_set(train_tasks, config.corruptions, config.max_len, e, generator, evaluator))
+        counts["repair"] = len(parts[-1])
+        log(f"{counts['repair']} repair examples from {len(train_tasks)} tasks ({time.perf_counter() - start:.0f} s)")
+    if config.search_generations:
+        parts.append(search_experience(train_tasks, config.search_generations, config.seed, evaluator, config.max_len,
+                                       probes_per_generation=0)[0])
+        held_out, probes = search_experience(validation_tasks, config.search_generations, config.seed + 1, evaluator,
+                                             config.max_len)
+        validation.append(held_out)
+        counts["search"] = len(parts[-1])
+        log(f"{counts['search']} search examples from {len(train_tasks)} tasks, {len(held_out)} and {len(probes)} "
+            f"probes for validation ({time.perf_counter() - start:.0f} s)")
+    if config.from_runs is not None:
+        edits, solved = load_runs(config.from_runs, config.max_len)
+        runs = ([edits] if edits is not None else []) + \
+            ([repair_set(solved, RUN_CORRUPTIONS, config.max_len, e, generator, evaluator)] if solved else [])
+        parts += runs
+        counts["from_runs"] = sum(len(part) for part in runs)
+        log(f"from {config.from_runs}: {len(edits) if edits is not None else 0} improving edits, {len(solved)} "
+            f"solutions; {counts['from_runs']} examples")
+    if not parts or not sum(counts.values()):
+        raise ValueError("pretraining found no examples (no search, no corruptions, and no runs with data under "
+                         f"{config.from_runs!r}); set search_generations or corruptions above 0")
+    return PretrainData(RepairSet.join(parts), RepairSet.join(validation or [repairs]), repairs, probes, counts)
 
 
 def pretrain(config: PretrainConfig, log=print) -> dict:
@@ -144,43 +218,50 @@ def pretrain(config: PretrainConfig, log=print) -> dict:
         generated.stream("train", first), count)]
     train_tasks = pairs(config.first_task, config.tasks)
     validation_tasks = pairs(config.first_task + config.tasks, config.validation_tasks)
-    from_runs = None
-    if config.from_runs is not None:
-        from_runs, solved = load_runs(config.from_runs, config.max_len)
-        train_tasks += solved
-        log(f"from {config.from_runs}: {len(from_runs) if from_runs else 0} improving edits, {len(solved)} solutions")
-    e = config.editor.max_edits
-    train = repair_set(train_tasks, config.corruptions, config.max_len, e, generator, evaluator)
-    if from_runs is not None:
-        train = RepairSet.join([train, from_runs])
-    validation = repair_set(validation_tasks, 8, config.max_len, e, generator, evaluator)
-    log(f"{len(train)} repair examples from {len(train_tasks)} tasks, {len(validation)} for validation "
-        f"({time.perf_counter() - start:.0f} s)")
+    data = pretrain_data(config, train_tasks, validation_tasks, generator, evaluator, log)
     policy = EditPolicy(config.editor, 1, NUM_FEATURES, [torch.Generator().manual_seed(config.seed)],
                         torch.device("cpu"))
     with torch.no_grad():
-        initial = float(repair_loss(policy, validation))
-    history = fit(policy, train, validation, config.steps, config.batch_size, config.learning_rate, generator,
-                  log_every=max(1, config.steps // 20),
-                  on_log=lambda step, a, b: log(f"step {step}: repair loss {a:.3f} (train), {b:.3f} (validation)"))
-    sample = lambda parents, features, v: policy.sample(parents, features, [generator], None, v)[0]  # noqa: E731
-    guess = lambda parents, features, v: random_edits(  # noqa: E731
-        [generator], parents.repeat_interleave(v, dim=1), e)
-    rates = {v: {"policy": repair_rate(sample, validation_tasks, validation, v, evaluator, config.max_len),
-                 "random": repair_rate(guess, validation_tasks, validation, v, evaluator, config.max_len)}
-             for v in REPAIR_VARIANTS}
-    for v, rate in rates.items():
-        log(f"repair rate with {v} variants: policy {rate['policy']:.1%}, random edits {rate['random']:.1%}")
+        initial = float(repair_loss(policy, data.validation))
+    history = fit(policy, data.train, data.validation, config.steps, config.batch_size, config.learning_rate,
+                  generator, log_every=max(1, config.steps // 20),
+                  on_log=lambda step, a, b: log(f"step {step}: loss {a:.3f} (train), {b:.3f} (validation)"))
+    rates = judge(policy, data, validation_tasks, generator, evaluator, config.max_len, log)
     card = {"data": {"split": "train", "tasks": [config.first_task, config.first_task + config.tasks],
-                     "corruptions": config.corruptions, "examples": len(train),
-                     "from_runs": len(from_runs) if from_runs is not None else 0},
+                     "search_generations": config.search_generations, "corruptions": config.corruptions,
+                     "examples": len(data.train), **{f"{k}_examples": v for k, v in data.counts.items()}},
             "validation": {"tasks": [config.first_task + config.tasks,
                                      config.first_task + config.tasks + config.validation_tasks],
-                           "examples": len(validation), "initial_loss": initial,
-                           "loss": history.validation_loss[-1], "repair_rate": {str(v): r for v, r in rates.items()}},
+                           "examples": len(data.validation), "initial_loss": initial,
+                           "loss": history.validation_loss[-1], **rates},
             "steps": config.steps, "batch_size": config.batch_size, "learning_rate": config.learning_rate,
             "seed": config.seed, "seconds": time.perf_counter() - start, "command": config.command(),
             "hardware": hardware_caption(hardware())}
     save_policy(config.out, policy, 0, card)
     log(f"wrote {config.out} ({card['seconds']:.0f} s)")
     return card
+
+
+def judge(policy: EditPolicy, data: PretrainData, tasks: list, generator: torch.Generator, evaluator: Evaluator,
+          max_len: int, log=print) -> dict:
+    """The policy's repair rates, and its new-best rates on the search probes at the temperatures
+    ``JUDGED_TEMPERATURES``, each beside random edits'."""
+    e = policy.config.max_edits
+    sample = lambda parents, features, v: policy.sample(parents, features, [generator], None, v)[0]  # noqa: E731
+    guess = lambda parents, features, v: random_edits(  # noqa: E731
+        [generator], parents.repeat_interleave(v, dim=1), e)
+    repair = {str(v): {"policy": repair_rate(sample, tasks, data.repairs, v, evaluator, max_len),
+                       "random": repair_rate(guess, tasks, data.repairs, v, evaluator, max_len)}
+              for v in REPAIR_VARIANTS}
+    for v, rate in repair.items():
+        log(f"repair rate with {v} variants: policy {rate['policy']:.1%}, random edits {rate['random']:.1%}")
+    new_best = {}
+    if data.probes is not None:
+        new_best["random"] = new_best_rate(guess, tasks, data.probes, NEW_BEST_VARIANTS, evaluator, max_len)
+        for temperature in JUDGED_TEMPERATURES:
+            policy.temperature = temperature
+            new_best[f"policy at temperature {temperature}"] = new_best_rate(sample, tasks, data.probes,
+                                                                             NEW_BEST_VARIANTS, evaluator, max_len)
+        policy.temperature = 1.0
+        log(f"new-best rate on {len(data.probes)} probes: " + ", ".join(f"{k} {v:.3%}" for k, v in new_best.items()))
+    return {"repair_rate": repair, "new_best_rate": new_best}

@@ -49,16 +49,24 @@ class RepairSet:
                          cat("groups"))
 
 
-def score(evaluator: Evaluator, programs: torch.Tensor, task: Task, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The feedback features ``[N, F]`` of ``programs [N, L]`` on ``task`` (as the trainer computes them) and
-    whether each solves it ``[N]``."""
+def evaluate(evaluator: Evaluator, programs: torch.Tensor, task: Task,
+             max_len: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The rewards ``[N]`` float32 of ``programs [N, L]`` on ``task``, their feedback features ``[N, F]`` (as the
+    trainer computes them) and whether each solves it ``[N]``."""
     evaluation = evaluator.evaluate(programs, task, max(1, task.max_output_length))
     execution, scores = evaluation.execution, evaluation.scores
-    obs = {"program": programs, "reward": scores.rewards.float(), "case_passed": scores.case_correct.to(torch.int8),
+    rewards = scores.rewards.float()
+    obs = {"program": programs, "reward": rewards, "case_passed": scores.case_correct.to(torch.int8),
            "case_status": execution.status.to(torch.int8), "case_rewards": scores.case_rewards.float(),
            "output_lengths": execution.output_lengths.to(torch.int32), "outputs": execution.outputs.to(torch.int32)}
     cases = task.tensors(programs.device)
-    return feedback_features(obs, cases.expected, cases.expected_lengths, max_len), scores.solved
+    return rewards, feedback_features(obs, cases.expected, cases.expected_lengths, max_len), scores.solved
+
+
+def score(evaluator: Evaluator, programs: torch.Tensor, task: Task, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The feedback features ``[N, F]`` of ``programs [N, L]`` on ``task`` and whether each solves it ``[N]``."""
+    _, features, solved = evaluate(evaluator, programs, task, max_len)
+    return features, solved
 
 
 def corrupt(solutions: torch.Tensor, copies: int, max_edits: int,

@@ -12,12 +12,13 @@ import torch
 from synthenv import reference
 from synthenv.agents import PPOConfig, TrainConfig, Trainer, train
 from synthenv.agents.editor import EditorConfig, EditPolicy, edit_log_probs
+from synthenv.agents.experience import Probes, new_best_rate, search_experience
 from synthenv.agents.feedback import NUM_FEATURES
 from synthenv.agents.learner import EditLearner
 from synthenv.agents.operators import EDIT_FIELDS, Members
 from synthenv.agents.policy_file import SHIPPED, load_policy, save_policy, start_policy
-from synthenv.agents.pretrain import PretrainConfig, fit, pretrain
-from synthenv.agents.repair import corrupt, repair_loss, repair_rate, repair_set
+from synthenv.agents.pretrain import JUDGED_TEMPERATURES, PretrainConfig, fit, pretrain
+from synthenv.agents.repair import corrupt, evaluate, repair_loss, repair_rate, repair_set
 from synthenv.agents.run_data import FILE_NAME, load_runs
 from synthenv.agents.variation import DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, inverse_edits, random_edits, \
     random_programs
@@ -85,18 +86,37 @@ def test_pretraining_lowers_the_repair_loss_on_tasks_it_never_saw():
 
 def test_pretrain_writes_a_policy_file_with_its_card_and_an_agent_starts_from_it(tmp_path):
     out = tmp_path / "policy.pt"
-    config = PretrainConfig(tasks=30, validation_tasks=10, corruptions=8, steps=20, batch_size=64, out=str(out))
+    config = PretrainConfig(tasks=12, validation_tasks=4, search_generations=6, corruptions=4, steps=20,
+                            batch_size=64, out=str(out))
     lines = []
     card = pretrain(config, log=lines.append)
     assert out.exists() and any("repair rate with 16 variants" in line for line in lines)
+    assert any(line.startswith("new-best rate on") for line in lines)
     loaded = load_policy(out)
-    assert loaded.card["command"] == ("synthenv pretrain --tasks 30 --validation-tasks 10 --corruptions 8 --steps 20 "
-                                      f"--batch-size 64 --out {out}")
-    assert card["data"]["tasks"] == [0, 30] and card["validation"]["tasks"] == [30, 40]
+    assert loaded.card["command"] == ("synthenv pretrain --tasks 12 --validation-tasks 4 --search-generations 6 "
+                                      f"--corruptions 4 --steps 20 --batch-size 64 --out {out}")
+    assert card["data"]["tasks"] == [0, 12] and card["validation"]["tasks"] == [12, 16]
+    data = card["data"]
+    assert data["repair_examples"] > 0 and data["search_examples"] > 0
+    assert data["examples"] == data["repair_examples"] + data["search_examples"]
+    rates = card["validation"]["new_best_rate"]
+    assert set(rates) == {"random", *(f"policy at temperature {t}" for t in JUDGED_TEMPERATURES)}
     agent = Trainer(TrainConfig(task="reverse-tune", algo="ppo", algo_config=PPOConfig(policy=str(out)),
                                 seeds=(0, 1), log_dir=None, progress=False, npe=10**5)).algorithm
     for name, value in agent.learner.policy.named_parameters():
         assert torch.equal(value[0], loaded.parameters[name]) and torch.equal(value[1], loaded.parameters[name])
+
+
+def test_pretraining_needs_examples(tmp_path):
+    with pytest.raises(ValueError, match="needs examples"):
+        PretrainConfig(search_generations=0, corruptions=0)
+    with pytest.raises(ValueError, match="corruptions must be an int >= 0"):
+        PretrainConfig(corruptions=-1)
+    (tmp_path / "empty").mkdir()
+    config = PretrainConfig(tasks=2, validation_tasks=1, search_generations=0, corruptions=0,
+                            from_runs=str(tmp_path / "empty"), out=str(tmp_path / "p.pt"))
+    with pytest.raises(ValueError, match="found no examples"):
+        pretrain(config, log=lambda line: None)
 
 
 def test_policy_files_are_untrusted_data(tmp_path, capsys):
@@ -162,6 +182,10 @@ def test_runs_leave_their_improving_edits_and_solution_for_pretrain(tmp_path):
     assert [pair[1] for pair in solved] == ([result.best_program] if result.solved else [])
     with pytest.raises(FileNotFoundError):
         load_runs(tmp_path / "nowhere", 100)
+    card = pretrain(PretrainConfig(tasks=2, validation_tasks=2, search_generations=0, corruptions=0, steps=5,
+                                   batch_size=8, from_runs=str(tmp_path / "runs"), out=str(tmp_path / "p.pt")),
+                    log=lambda line: None)
+    assert card["data"]["from_runs_examples"] == card["data"]["examples"] >= len(examples)
 
 
 def test_a_fine_tuned_policy_is_saved_and_starts_the_next_run(tmp_path):
@@ -194,3 +218,60 @@ def test_the_shipped_policy_repairs_held_out_tasks_far_more_often_than_random_ed
     learned = repair_rate(sample, held_out, examples, 16, evaluator, 100)
     chance = repair_rate(guess, held_out, examples, 16, evaluator, 100)
     assert len(examples) > 100 and learned > 2 * chance and learned > 0.1
+
+
+def test_search_experience_is_the_random_edits_that_beat_their_island_best_by_the_reference_interpreter():
+    """Every example of ``search_experience`` is a parent that its island search drew, with its feedback, and
+    random edits whose child scores above the parent (it beat its island's best, which is at least the
+    parent's reward) by the reference interpreter; every probe's reward is its own, at most its island's best."""
+    pairs = _pairs(0, 3)
+    config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, elitist=False, policy_fraction=0.0,
+                       policy="scratch")
+    examples, probes = search_experience(pairs, 12, 0, Evaluator.create(), 40, config, probes_per_generation=4)
+    assert len(examples) > 20 and len(probes) == 3 * 11 * 4  # the first generation's parents have not run
+    assert bool((examples.edits.active.sum(-1) >= 1).all()) and examples.features.abs().sum() > 0
+    children = decode_batch(apply_edits(examples.parents[None], Edits(*(getattr(examples.edits, n)[None]
+                                                                         for n in EDIT_FIELDS)))[0])
+    parents = decode_batch(examples.parents)
+    for row in range(len(examples)):
+        task, _ = pairs[int(examples.groups[row])]
+        reward = lambda code: reference.score_program(code, task.cases, task.base, task.max_steps).reward  # noqa: E731
+        assert reward(children[row]) > reward(parents[row]), row
+    for row, code in enumerate(decode_batch(probes.parents)):
+        task, _ = pairs[int(probes.groups[row])]
+        result = reference.score_program(code, task.cases, task.base, task.max_steps)
+        assert abs(result.reward - float(probes.rewards[row])) < 1e-5 and probes.rewards[row] <= probes.island_best[row]
+    again, _ = search_experience(pairs, 12, 0, Evaluator.create(), 40, config, probes_per_generation=0)
+    assert torch.equal(again.parents, examples.parents)  # a function of its arguments
+    with pytest.raises(ValueError, match="policy_fraction=0"):
+        search_experience(pairs, 1, 0, Evaluator.create(), 40, dataclasses.replace(config, policy_fraction=0.25))
+
+
+def test_the_new_best_rate_counts_the_variants_that_beat_their_island_best():
+    """Probes whose island best is the parent's own reward: the edits known to beat them score 1, edits that
+    change nothing score 0, and half of each makes one half."""
+    pairs = _pairs(0, 2)
+    config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, elitist=False, policy_fraction=0.0,
+                       policy="scratch")
+    evaluator = Evaluator.create()
+    examples, _ = search_experience(pairs, 10, 1, evaluator, 40, config, probes_per_generation=0)
+    rewards = torch.cat([evaluate(evaluator, examples.parents[examples.groups == g], task, 40)[0]
+                         for g, (task, _) in enumerate(pairs)])
+    order = torch.cat([(examples.groups == g).nonzero()[:, 0] for g in range(len(pairs))])
+    probes = Probes(examples.parents[order], examples.features[order], rewards, rewards, examples.groups[order])
+    known = Edits(*(getattr(examples.edits, n)[order] for n in EDIT_FIELDS))
+
+    def write(keep):
+        def edits(parents, features, variants):
+            rows = (probes.parents[:, None] == parents[0][None]).all(-1).float().argmax(0)  # each parent's probe
+            picked = Edits(*(getattr(known, n)[rows][None] for n in EDIT_FIELDS))
+            active = picked.active & keep(parents.shape[1])[None, :, None]
+            return Edits(*(x.repeat_interleave(variants, 1) for x in (picked.positions, picked.kinds,
+                                                                       picked.tokens, active)))
+        return edits
+
+    rate = lambda keep: new_best_rate(write(keep), pairs, probes, 2, evaluator, 40)  # noqa: E731
+    assert rate(lambda n: torch.ones(n, dtype=torch.bool)) == 1.0
+    assert rate(lambda n: torch.zeros(n, dtype=torch.bool)) == 0.0
+    half = rate(lambda n: torch.arange(n) % 2 == 0)
+    assert 0.3 < half < 0.7
