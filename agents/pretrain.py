@@ -12,8 +12,9 @@ Two kinds of examples, both (parent, its per-case feedback, edits), learned by l
   training task, and every random edit that made a new island best is an example: the steps of a
   search, from its fresh start to the solution, where the agent spends its time.
 
-The shipped policy learned from search experience alone (``corruptions=0``): on parents drawn from
-searches it writes new island bests more often than a mix with repair examples (BENCHMARKS.md, model card).
+The shipped policy learned from repair examples (the defaults); ``--tasks 1000 --corruptions 0
+--search-generations 150`` learns from search experience alone, which writes new island bests more often on
+parents drawn from searches but did not solve more tuning tasks (BENCHMARKS.md, model card).
 
 ``synthenv pretrain --from-runs DIR`` adds what runs of the default agent found (``agents.run_data``):
 the improving edits of their imitation queues, and repair examples built from the programs that
@@ -22,8 +23,8 @@ solved their tasks, so that an agent that has solved tasks is better at the next
 The policy is judged on tasks it never saw: ``validation_tasks`` further tasks of the train split
 (the ``test`` split is kept for reporting the agent). Its loss there; its *repair rate*, the share of
 corrupted programs of which one of ``V`` variants it writes solves the task again; and its *new-best
-rate*, the share of its variants of parents drawn from a search's islands that beat their island's best
-(the agent's own yardstick); each beside the rate of random variants.
+rate*, the share of its variants of parents drawn from searches of the first validation tasks that beat
+their island's best (the agent's own yardstick); each beside the rate of random variants.
 """
 
 from __future__ import annotations
@@ -45,7 +46,6 @@ from .editor import EditorConfig, EditPolicy
 from .experience import Probes, new_best_rate, search_experience
 from .feedback import NUM_FEATURES
 from .policy_file import save_policy
-from .ppo_config import PPOConfig
 from .repair import RepairSet, repair_loss, repair_rate, repair_set
 from .run_data import load_runs
 from .variation import random_edits
@@ -94,18 +94,18 @@ def fit(policy: EditPolicy, train: RepairSet, validation: RepairSet, steps: int,
 class PretrainConfig:
     """One pretraining run of the edit policy (``synthenv pretrain``)."""
 
-    tasks: int = 1000
+    tasks: int = 4000
     """Generated training tasks to learn from (train split, indices first_task .. first_task + tasks - 1)."""
     first_task: int = 0
     """The first of them."""
-    validation_tasks: int = 50
+    validation_tasks: int = 200
     """Further tasks of the train split, after the training ones, on which the policy is judged (never trained on)."""
-    search_generations: int = 150
-    """Generations of the island search on each training task, whose random edits that made a new island best are
-    examples (0: none)."""
-    corruptions: int = 0
+    corruptions: int = 32
     """Corrupted copies of each training task's program (each 1 .. max_edits random edits away from it) whose
     repairs are examples (0: none)."""
+    search_generations: int = 0
+    """Generations of the island search on each training task, whose random edits that made a new island best are
+    examples (0: none; 150 with --tasks 1000 --corruptions 0 is the search-experience policy of BENCHMARKS.md)."""
     steps: int = 5000
     """Adam steps (cosine-decayed learning rate)."""
     batch_size: int = 512
@@ -150,12 +150,15 @@ class PretrainConfig:
         return " ".join(["synthenv pretrain", *flags])
 
 
-JUDGED_TEMPERATURES = tuple(sorted({1.0, PPOConfig().temperature}, reverse=True))
-"""Temperatures at which the new-best rate is reported: 1 (the distribution learned) and the agent's default."""
+JUDGED_TEMPERATURES = (1.0, 0.33)
+"""Temperatures at which the new-best rate is reported: 1 (the distribution learned, the agent's default) and one
+that writes the likeliest edits far more often."""
 NEW_BEST_VARIANTS = 4
 """Variants of each probe whose new-best rate is reported (the agent's variants per parent read)."""
 REPAIR_VARIANTS = (4, 16)
 """Variants per corrupted program at which the repair rate is reported (the agent reads a parent for V of them)."""
+PROBE_TASKS, PROBE_GENERATIONS = 50, 150
+"""The probes of the new-best rate: parents drawn from 150-generation searches of the first 50 validation tasks."""
 VALIDATION_CORRUPTIONS = 8
 """Corrupted copies of each validation task's program, on which the repair rate is measured."""
 RUN_CORRUPTIONS = 32
@@ -165,35 +168,34 @@ RUN_CORRUPTIONS = 32
 @dataclass(frozen=True)
 class PretrainData:
     """The examples of a pretraining run: ``train``, ``validation`` (the same kinds, on the validation tasks), the
-    validation tasks' ``repairs`` and search ``probes`` (None without search), and how many of each kind."""
+    validation tasks' ``repairs`` and search ``probes``, and how many examples of each kind."""
 
     train: RepairSet
     validation: RepairSet
     repairs: RepairSet
-    probes: Probes | None
+    probes: Probes
     counts: dict[str, int]
 
 
 def pretrain_data(config: PretrainConfig, train_tasks: list, validation_tasks: list, generator: torch.Generator,
                   evaluator: Evaluator, log=print) -> PretrainData:
-    """The examples of ``config`` from its tasks (``(task, solution)`` pairs)."""
+    """The examples of ``config`` from its tasks (``(task, solution)`` pairs). The probes are the same whatever the
+    kinds of examples: a search of the first ``PROBE_TASKS`` validation tasks for ``PROBE_GENERATIONS``."""
     start, e = time.perf_counter(), config.editor.max_edits
     parts, counts = [], {}
-    repairs = repair_set(validation_tasks, VALIDATION_CORRUPTIONS, config.max_len, e, generator, evaluator)
-    validation, probes = [repairs] if config.corruptions else [], None
     if config.corruptions:
         parts.append(repair_set(train_tasks, config.corruptions, config.max_len, e, generator, evaluator))
         counts["repair"] = len(parts[-1])
-        log(f"{counts['repair']} repair examples from {len(train_tasks)} tasks ({time.perf_counter() - start:.0f} s)")
+    repairs = repair_set(validation_tasks, VALIDATION_CORRUPTIONS, config.max_len, e, generator, evaluator)
+    validation = [repairs] if config.corruptions else []
+    if config.corruptions:
+        log(f"{counts['repair']} repair examples from {len(train_tasks)} tasks, {len(repairs)} for validation "
+            f"({time.perf_counter() - start:.0f} s)")
     if config.search_generations:
         parts.append(search_experience(train_tasks, config.search_generations, config.seed, evaluator, config.max_len,
                                        probes_per_generation=0)[0])
-        held_out, probes = search_experience(validation_tasks, config.search_generations, config.seed + 1, evaluator,
-                                             config.max_len)
-        validation.append(held_out)
         counts["search"] = len(parts[-1])
-        log(f"{counts['search']} search examples from {len(train_tasks)} tasks, {len(held_out)} and {len(probes)} "
-            f"probes for validation ({time.perf_counter() - start:.0f} s)")
+        log(f"{counts['search']} search examples from {len(train_tasks)} tasks ({time.perf_counter() - start:.0f} s)")
     if config.from_runs is not None:
         edits, solved = load_runs(config.from_runs, config.max_len)
         runs = ([edits] if edits is not None else []) + \
@@ -205,6 +207,12 @@ def pretrain_data(config: PretrainConfig, train_tasks: list, validation_tasks: l
     if not parts or not sum(counts.values()):
         raise ValueError("pretraining found no examples (no search, no corruptions, and no runs with data under "
                          f"{config.from_runs!r}); set search_generations or corruptions above 0")
+    held_out, probes = search_experience(validation_tasks[:PROBE_TASKS], PROBE_GENERATIONS, config.seed + 1, evaluator,
+                                         config.max_len)
+    if config.search_generations:
+        validation.append(held_out)
+    log(f"{len(probes)} probes from searches of {min(PROBE_TASKS, len(validation_tasks))} validation tasks "
+        f"({time.perf_counter() - start:.0f} s)")
     return PretrainData(RepairSet.join(parts), RepairSet.join(validation or [repairs]), repairs, probes, counts)
 
 
@@ -255,13 +263,12 @@ def judge(policy: EditPolicy, data: PretrainData, tasks: list, generator: torch.
               for v in REPAIR_VARIANTS}
     for v, rate in repair.items():
         log(f"repair rate with {v} variants: policy {rate['policy']:.1%}, random edits {rate['random']:.1%}")
-    new_best = {}
-    if data.probes is not None:
-        new_best["random"] = new_best_rate(guess, tasks, data.probes, NEW_BEST_VARIANTS, evaluator, max_len)
-        for temperature in JUDGED_TEMPERATURES:
-            policy.temperature = temperature
-            new_best[f"policy at temperature {temperature}"] = new_best_rate(sample, tasks, data.probes,
-                                                                             NEW_BEST_VARIANTS, evaluator, max_len)
-        policy.temperature = 1.0
-        log(f"new-best rate on {len(data.probes)} probes: " + ", ".join(f"{k} {v:.3%}" for k, v in new_best.items()))
+    probed = tasks[:PROBE_TASKS]
+    new_best = {"random": new_best_rate(guess, probed, data.probes, NEW_BEST_VARIANTS, evaluator, max_len)}
+    for temperature in JUDGED_TEMPERATURES:
+        policy.temperature = temperature
+        new_best[f"policy at temperature {temperature}"] = new_best_rate(sample, probed, data.probes,
+                                                                         NEW_BEST_VARIANTS, evaluator, max_len)
+    policy.temperature = 1.0
+    log(f"new-best rate on {len(data.probes)} probes: " + ", ".join(f"{k} {v:.3%}" for k, v in new_best.items()))
     return {"repair_rate": repair, "new_best_rate": new_best}

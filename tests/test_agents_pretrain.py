@@ -1,6 +1,6 @@
-"""Pretraining the edit policy (supervised repair on generated tasks), policy files, and what runs leave for
-the next one: the repair examples are right by the reference interpreter, pretraining lowers the repair loss
-on tasks it never saw, policy files are untrusted data, and a fine-tuned policy carries over."""
+"""Pretraining the edit policy (repair examples and search experience on generated tasks), policy files, and what
+runs leave for the next one: the examples are right by the reference interpreter, pretraining lowers the loss on
+tasks it never saw, policy files are untrusted data."""
 
 from __future__ import annotations
 
@@ -93,8 +93,8 @@ def test_pretrain_writes_a_policy_file_with_its_card_and_an_agent_starts_from_it
     assert out.exists() and any("repair rate with 16 variants" in line for line in lines)
     assert any(line.startswith("new-best rate on") for line in lines)
     loaded = load_policy(out)
-    assert loaded.card["command"] == ("synthenv pretrain --tasks 12 --validation-tasks 4 --search-generations 6 "
-                                      f"--corruptions 4 --steps 20 --batch-size 64 --out {out}")
+    assert loaded.card["command"] == ("synthenv pretrain --tasks 12 --validation-tasks 4 --corruptions 4 "
+                                      f"--search-generations 6 --steps 20 --batch-size 64 --out {out}")
     assert card["data"]["tasks"] == [0, 12] and card["validation"]["tasks"] == [12, 16]
     data = card["data"]
     assert data["repair_examples"] > 0 and data["search_examples"] > 0
@@ -109,7 +109,7 @@ def test_pretrain_writes_a_policy_file_with_its_card_and_an_agent_starts_from_it
 
 def test_pretraining_needs_examples(tmp_path):
     with pytest.raises(ValueError, match="needs examples"):
-        PretrainConfig(search_generations=0, corruptions=0)
+        PretrainConfig(corruptions=0)
     with pytest.raises(ValueError, match="corruptions must be an int >= 0"):
         PretrainConfig(corruptions=-1)
     (tmp_path / "empty").mkdir()
