@@ -1,7 +1,9 @@
 """``synthenv pretrain``: pretrain the default agent's edit policy across generated tasks.
 
-Supervised repair (``agents.pretrain``): corrupted solutions of generated training tasks, their
-per-case feedback, and the edits that repair them. Writes a policy file that ``synthenv train
+Supervised repair (``agents.pretrain``, the default): corrupted solutions of generated training tasks,
+their per-case feedback, and the edits that repair them; with ``--search-generations N``, search
+experience too: the random edits that made a new island best in N generations of the island search on
+each training task. Writes a policy file that ``synthenv train
 --policy PATH`` starts from; the one shipped in the package (``--policy pretrained``, the default
 agent's start) is this command's output with the settings BENCHMARKS.md's model card names.
 """
@@ -19,10 +21,12 @@ from synthenv.checks import require_writable
 
 @dataclass(frozen=True)
 class PretrainCommand:
-    """Pretrain the edit policy by supervised repair across generated tasks; write a policy file.
+    """Pretrain the edit policy across generated tasks; write a policy file with its card.
 
-    Start a run from it with 'synthenv train --policy PATH'. '--from-runs runs' adds what earlier runs of the
-    default agent found (their improving edits and solutions).
+    The examples: repairs of corrupted solutions (--corruptions), the random edits that made a new island best
+    in searches of the tasks (--search-generations), and what earlier runs of the default agent found
+    (--from-runs runs: their improving edits and solutions). The card reports the policy's repair and new-best
+    rates on held-out tasks beside random edits'. Start a run from it with 'synthenv train --policy PATH'.
     """
 
     config: Annotated[PretrainConfig, tyro.conf.arg(name="")] = field(default_factory=PretrainConfig)
