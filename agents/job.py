@@ -13,7 +13,7 @@ from typing import Annotated
 import tyro
 
 from synthenv import tasks
-from synthenv.checks import require_finite, require_positive_int_fields, require_seed
+from synthenv.checks import require_finite, require_nonnegative_int, require_positive_int_fields, require_seed
 from synthenv.compilers import DEFAULT_BACKEND
 from synthenv.language import DEFAULT_MAX_LEN, MAX_LEN
 
@@ -102,8 +102,7 @@ class TrainConfig:
             raise ValueError(f"max_len must be at most {MAX_LEN} tokens, got {self.max_len}")
         if self.max_train_steps is not None:
             require_positive_int_fields(self, "max_train_steps")
-        if not isinstance(self.share_every, int) or isinstance(self.share_every, bool) or self.share_every < 0:
-            raise ValueError(f"share_every must be an int >= 0 (steps; 0: no sharing), got {self.share_every!r}")
+        require_nonnegative_int("share_every", self.share_every, "steps; 0: no sharing")
 
 
     def comparable(self, algo_config: object) -> dict:

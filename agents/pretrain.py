@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import torch
 
 from synthenv.bench import hardware, hardware_caption
-from synthenv.checks import require_finite_fields, require_positive_int_fields, require_seed
+from synthenv.checks import require_finite_fields, require_nonnegative_int, require_positive_int_fields, require_seed
 from synthenv.language import DEFAULT_MAX_LEN
 from synthenv.pipeline import Evaluator
 from synthenv.tasks import generated
@@ -127,15 +127,12 @@ class PretrainConfig:
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "tasks", "validation_tasks", "steps", "batch_size", "max_len")
         for name in ("search_generations", "corruptions"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+            require_nonnegative_int(name, getattr(self, name))
         if not self.search_generations and not self.corruptions and self.from_runs is None:
             raise ValueError("pretraining needs examples: set search_generations or corruptions above 0, or from_runs")
         require_finite_fields(self, "learning_rate", low=0.0, low_open=True)
         require_seed("seed", self.seed, allow_none=False)
-        if not isinstance(self.first_task, int) or self.first_task < 0:
-            raise ValueError(f"first_task must be an int >= 0 (a train-split index), got {self.first_task!r}")
+        require_nonnegative_int("first_task", self.first_task, "a train-split index")
 
     def command(self) -> str:
         """The command line that reproduces this run."""
@@ -186,6 +183,8 @@ def pretrain_data(config: PretrainConfig, train_tasks: list, validation_tasks: l
     if config.corruptions:
         parts.append(repair_set(train_tasks, config.corruptions, config.max_len, e, generator, evaluator))
         counts["repair"] = len(parts[-1])
+    # the validation repairs are drawn after the training ones, whatever the kinds of examples: the generator's
+    # order that made the shipped policy
     repairs = repair_set(validation_tasks, VALIDATION_CORRUPTIONS, config.max_len, e, generator, evaluator)
     validation = [repairs] if config.corruptions else []
     if config.corruptions:
@@ -263,12 +262,14 @@ def judge(policy: EditPolicy, data: PretrainData, tasks: list, generator: torch.
               for v in REPAIR_VARIANTS}
     for v, rate in repair.items():
         log(f"repair rate with {v} variants: policy {rate['policy']:.1%}, random edits {rate['random']:.1%}")
-    probed = tasks[:PROBE_TASKS]
+    probed, own = tasks[:PROBE_TASKS], policy.temperature
     new_best = {"random": new_best_rate(guess, probed, data.probes, NEW_BEST_VARIANTS, evaluator, max_len)}
-    for temperature in JUDGED_TEMPERATURES:
-        policy.temperature = temperature
-        new_best[f"policy at temperature {temperature}"] = new_best_rate(sample, probed, data.probes,
-                                                                         NEW_BEST_VARIANTS, evaluator, max_len)
-    policy.temperature = 1.0
+    try:
+        for temperature in JUDGED_TEMPERATURES:
+            policy.temperature = temperature
+            new_best[f"policy at temperature {temperature}"] = new_best_rate(sample, probed, data.probes,
+                                                                             NEW_BEST_VARIANTS, evaluator, max_len)
+    finally:
+        policy.temperature = own
     log(f"new-best rate on {len(data.probes)} probes: " + ", ".join(f"{k} {v:.3%}" for k, v in new_best.items()))
     return {"repair_rate": repair, "new_best_rate": new_best}

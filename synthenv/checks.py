@@ -35,6 +35,14 @@ def require_positive_int_fields(owner: object, *names: str, prefix: str = "") ->
         require_positive_int(name, getattr(owner, name), prefix)
 
 
+def require_nonnegative_int(name: str, value: object, note: str = "", prefix: str = "") -> None:
+    """Raise ``ValueError`` naming ``prefix + name`` (and ``note``, what the value means) unless ``value`` is an
+    int >= 0 (not a bool)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        meaning = f" ({note})" if note else ""
+        raise ValueError(f"{prefix}{name} must be an int >= 0{meaning}, got {value!r}")
+
+
 def _interval(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
     left = "(-inf" if low is None else ("(" if low_open else "[") + f"{low:g}"
     right = "inf)" if high is None else f"{high:g}" + (")" if high_open else "]")
