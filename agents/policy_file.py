@@ -58,7 +58,8 @@ def save_policy(path: str | os.PathLike, policy: EditPolicy, member: int, card: 
 def load_policy(path: str | os.PathLike) -> PolicyFile:
     """Read a policy file (see the module docstring for what is refused)."""
     fix = "pass a file written by synthenv pretrain or synthenv train --policy-out, or --policy scratch"
-    state = load_checkpoint(path, map_location="cpu", required_keys=("format", "editor", "parameters", "features"))
+    state = load_checkpoint(path, map_location="cpu", required_keys=("format", "editor", "parameters", "features"),
+                            fix=fix)
     if state.get("format") != FORMAT or state.get("version") != VERSION:
         raise CheckpointError(f"{str(path)!r} is not a synthenv edit-policy file (version {VERSION}); {fix}")
     if list(state["features"]) != list(FEATURES):

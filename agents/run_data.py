@@ -46,7 +46,7 @@ def save_run_data(path: str | os.PathLike, task: Task, imitation: ProgramQueue, 
 def load_run_data(path: str | os.PathLike, max_len: int) -> tuple[RepairSet, Task, str | None]:
     """One file: its improving edits (as repair examples of width ``max_len``), its task and its solution."""
     fix = "pass folders of runs written by synthenv train (the default agent, with logs)"
-    state = load_checkpoint(path, map_location="cpu", required_keys=("format", "task", "parents", "edits"))
+    state = load_checkpoint(path, map_location="cpu", required_keys=("format", "task", "parents", "edits"), fix=fix)
     if state.get("format") != FORMAT or state.get("version") != VERSION:
         raise CheckpointError(f"{str(path)!r} is not a synthenv run-data file (version {VERSION}); {fix}")
     spec = state["task"]

@@ -91,13 +91,15 @@ def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device | None = "cpu",
-                    required_keys: Iterable[str] = ()) -> dict:
+                    required_keys: Iterable[str] = (), fix: str = RESUME_FIX) -> dict:
     """Load a checkpoint written by ``save_checkpoint``, treating the file as untrusted.
 
     Args:
         path: the checkpoint file.
         map_location: the device tensors are loaded onto (checked to exist: ``resolve_device``).
         required_keys: top-level keys the checkpoint must have (``require_keys``).
+        fix: what every error message tells the user to do (default: resume from a synthenv checkpoint or
+            start afresh; a file of another kind, e.g. a policy file, names its own).
 
     Returns:
         The checkpoint's dict.
@@ -111,19 +113,20 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device | 
     path = Path(path)
     if map_location is not None:
         map_location = resolve_device(map_location)
-    _check_archive(path)
+    _check_archive(path, fix)
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as error:  # noqa: BLE001 - untrusted data: every failure is a bad file
-        raise CheckpointError(_message(path, f"it cannot be loaded safely ({_reason(error)})")) from None
+        raise CheckpointError(_message(path, f"it cannot be loaded safely ({_reason(error)})", fix)) from None
     if not isinstance(state, dict):
-        raise CheckpointError(_message(path, f"it holds a {type(state).__name__}, not a checkpoint's dict"))
-    require_keys(state, required_keys, path)
+        raise CheckpointError(_message(path, f"it holds a {type(state).__name__}, not a checkpoint's dict", fix))
+    require_keys(state, required_keys, path, fix)
     return state
 
 
-def require_keys(state: dict, keys: Iterable[str], path: str | os.PathLike = "the checkpoint") -> None:
-    """Raise ``CheckpointError`` naming the keys of ``keys`` that ``state`` lacks.
+def require_keys(state: dict, keys: Iterable[str], path: str | os.PathLike = "the checkpoint",
+                 fix: str = RESUME_FIX) -> None:
+    """Raise ``CheckpointError`` naming the keys of ``keys`` that ``state`` lacks (and ``fix``).
 
     >>> require_keys({"step": 1}, ["step", "policy"], "run.pt")
     Traceback (most recent call last):
@@ -135,36 +138,36 @@ def require_keys(state: dict, keys: Iterable[str], path: str | os.PathLike = "th
         present = ", ".join(repr(k) for k in list(state)[:12]) or "nothing"
         raise CheckpointError(_message(Path(path), f"it lacks {', '.join(repr(k) for k in missing)} (it has "
                                                    f"{present}): it was written by another program or another "
-                                                   "version of synthenv"))
+                                                   "version of synthenv", fix))
 
 
-def _message(path: Path, problem: str) -> str:
-    return f"cannot load checkpoint {str(path)!r}: {problem}; {RESUME_FIX}"
+def _message(path: Path, problem: str, fix: str) -> str:
+    return f"cannot load checkpoint {str(path)!r}: {problem}; {fix}"
 
 
-def _check_archive(path: Path) -> None:
+def _check_archive(path: Path, fix: str) -> None:
     """Raise unless ``path`` is a readable, complete zip archive whose members match their CRC-32."""
     if not path.exists():
-        raise CheckpointError(_message(path, "no such file"))
+        raise CheckpointError(_message(path, "no such file", fix))
     if path.is_dir():
-        raise CheckpointError(_message(path, "it is a folder, not a file"))
+        raise CheckpointError(_message(path, "it is a folder, not a file", fix))
     try:
         size = path.stat().st_size
         if size == 0:
-            raise CheckpointError(_message(path, "the file is empty (0 bytes; an interrupted copy?)"))
+            raise CheckpointError(_message(path, "the file is empty (0 bytes; an interrupted copy?)", fix))
         if not zipfile.is_zipfile(path):
             raise CheckpointError(_message(path, f"it is not a torch checkpoint ({size} bytes that are not a "
-                                                 "complete zip archive: truncated, or another kind of file)"))
+                                                 "complete zip archive: truncated, or another kind of file)", fix))
         with zipfile.ZipFile(path) as archive:
             bad = archive.testzip()
     except CheckpointError:
         raise
     except OSError as error:
-        raise CheckpointError(_message(path, f"it cannot be read ({error.strerror or error})")) from None
+        raise CheckpointError(_message(path, f"it cannot be read ({error.strerror or error})", fix)) from None
     except Exception as error:  # noqa: BLE001 - zipfile's errors on a damaged archive vary
-        raise CheckpointError(_message(path, f"it is corrupted ({type(error).__name__}: {error})")) from None
+        raise CheckpointError(_message(path, f"it is corrupted ({type(error).__name__}: {error})", fix)) from None
     if bad is not None:
-        raise CheckpointError(_message(path, f"it is corrupted (member {bad!r} fails its CRC-32 check)"))
+        raise CheckpointError(_message(path, f"it is corrupted (member {bad!r} fails its CRC-32 check)", fix))
 
 
 def _reason(error: BaseException) -> str:

@@ -130,6 +130,10 @@ def test_policy_files_are_untrusted_data(tmp_path, capsys):
     bad.write_bytes(path.read_bytes()[:-40])
     with pytest.raises(CheckpointError, match="bad.pt"):
         load_policy(bad)
+    for broken in (bad, tmp_path / "missing.pt"):  # the fix a policy file needs, not a checkpoint's
+        with pytest.raises(CheckpointError, match="written by synthenv pretrain or synthenv train --policy-out") as err:
+            load_policy(broken)
+        assert "resume" not in str(err.value)
     torch.save({"format": "something else"}, tmp_path / "other.pt")
     with pytest.raises(CheckpointError):
         load_policy(tmp_path / "other.pt")
