@@ -92,6 +92,12 @@ class PPO:
         return self.search.elite
 
     @property
+    def fine_tunes_policy(self) -> bool:
+        """Whether the edit policy writes children and learns from them (what ``save_policy`` saves is then
+        more than the policy the run started from)."""
+        return bool(self.config.policy_children) and self.config.fine_tune
+
+    @property
     def generation_costs(self) -> list[int]:
         return [1 if elitist else self.config.islands_every for elitist in self.elitist]
 
@@ -143,14 +149,14 @@ class PPO:
             improving = outcome.improving
             self.learner.remember(imitation, improving.children, improving.rewards, hashes, improving.parents,
                                   improving.features, improving.edits)
-            if config.policy_children:
+            if config.policy_children and config.fine_tune:
                 self._store(proposal, outcome.gains, outcome.known)
             stats.update({key: members.spread(value, s) for key, value in outcome.stats.items()})
         if any(self.elitist):
             self.search.breed()
         self.step_count += 1
         self.generations = [count + stepped for count, stepped in zip(self.generations, self.stepping)]
-        if proposal is not None and config.policy_children:  # each member learns every update_every generations
+        if proposal is not None and config.policy_children and config.fine_tune:  # every update_every generations
             due = [i for i, member in enumerate(members.ids)
                    if self.generations[member] % config.update_every == 0]
             if due:

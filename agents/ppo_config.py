@@ -71,6 +71,10 @@ class PPOConfig:
     queue_size: int = 64
     """Q, the size of each member's two queues: its best unique programs (the elitist phase's elite, the
     islands' crossover mates) and its best improving edits (what the policy imitates)."""
+    fine_tune: bool = True
+    """Fine-tune the edit policy on the task at hand, by PPO on its variants' gains and imitation of the
+    improving edits (False: it writes its edits as it starts, never updated: what pretraining alone is worth;
+    its variants then cost its pass but no updates)."""
     learning_rate: float = 3e-3
     """Adam step size of the edit policy."""
     update_every: int = 8

@@ -239,6 +239,20 @@ def test_without_the_policy_nothing_is_learned():
     assert not any(key.startswith("losses/") for stats in trainer.stats for key in stats)
 
 
+def test_without_fine_tuning_the_policy_writes_its_share_as_it_started():
+    """``fine_tune=False``: the same first generation as the fine-tuned agent's, then no update: the policy's
+    parameters stay its start's, its rollout stays empty, and its later children differ."""
+    tuned, frozen = run_steps(SMALL, steps=4), run_steps(dataclasses.replace(SMALL, fine_tune=False), steps=4)
+    assert all("charts/improve_rate_policy" in stats for stats in frozen.stats)
+    assert not any(key.startswith("losses/") for stats in frozen.stats for key in stats)
+    start = PPO(SMALL, (1,), 10, torch.device("cpu")).learner.policy.state_dict()
+    assert_same(frozen.algorithm.learner.policy.state_dict(), start)
+    assert not frozen.algorithm.learner.rollout.valid.any() and tuned.algorithm.learner.rollout.valid.any()
+    first = [_trainer("ppo", config) for config in (SMALL, dataclasses.replace(SMALL, fine_tune=False))]
+    assert torch.equal(first[0].algorithm.propose(), first[1].algorithm.propose())
+    assert not torch.equal(tuned.algorithm.propose(), frozen.algorithm.propose())
+
+
 @pytest.mark.parametrize("switch", [dict(pg_weight=0.0), dict(queue_weight=0.0), dict(feedback=False),
                                     dict(entropy_coef=0.0), dict(risk_quantile=0.5), dict(variants_per_parent=1),
                                     dict(temperature=0.5)],

@@ -207,6 +207,11 @@ def test_a_fine_tuned_policy_is_saved_and_starts_the_next_run(tmp_path):
     assert all(torch.equal(v[0], tuned.parameters[n]) for n, v in second.algorithm.learner.policy.named_parameters())
     with pytest.raises(ValueError, match="algorithm 'ga' has none"):
         Trainer(TrainConfig(task="reverse-tune", algo="ga", policy_out=str(out), log_dir=None, progress=False))
+    for still in (dict(fine_tune=False), dict(policy_fraction=0.0)):
+        with pytest.raises(ValueError, match="never updates it"):
+            Trainer(TrainConfig(task="reverse-tune", algo="ppo", algo_config=dataclasses.replace(config, **still),
+                                policy_out=str(tmp_path / "never.pt"), log_dir=None, progress=False))
+    assert not (tmp_path / "never.pt").exists()
 
 
 def test_the_shipped_policy_repairs_held_out_tasks_far_more_often_than_random_edits():
