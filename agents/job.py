@@ -74,8 +74,9 @@ class TrainConfig:
     max_train_steps: int | None = None
     """Stop after this many steps in total (None: only the budgets and success stop the job)."""
     policy_out: str | None = None
-    """Save the fine-tuned edit policy at the end of the run to this file (the seed that solved first, else the
-    one with the best reward), to start another run from it (--policy PATH); agents with an edit policy only."""
+    """Save the fine-tuned edit policy at the end of the run to this file (the seed whose policy was updated most;
+    among equals the first to solve, else the best), to start another run from it (--policy PATH); agents with an
+    edit policy only."""
     share_every: int = 0
     """Steps between exchanges of the members' best programs, across ranks under torchrun (rounded up to a
     multiple of log_every): an island model over all seeds of the ppo and PQT agents (ga, random and mutation

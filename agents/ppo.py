@@ -235,6 +235,10 @@ class PPO:
         self.learner.rollout.forget(member)
         self.elitist[member] = False
 
+    def policy_updates(self) -> list[int]:
+        """Updates each member's edit policy has had (its fine-tuning). # sync point (read once, at the end)"""
+        return [steps // self.config.update_epochs for steps in self.learner.optimizer.steps.tolist()]
+
     def save_policy(self, path: str, member: int, card: dict) -> None:
         """Member ``member``'s fine-tuned edit policy to the policy file ``path`` (``agents.policy_file``)."""
         save_policy(path, self.learner.policy, member, {"start": self.config.policy, **card})

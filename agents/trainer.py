@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -173,15 +174,22 @@ class Trainer:
         return results
 
     def _save_for_later(self, results: list[RunResult]) -> None:
-        """The fine-tuned policy (``policy_out``) and each run's improving edits and solution (in its run
+        """The fine-tuned policy (``policy_out``: the seed whose policy was updated most, then the first to solve,
+        then the best) and each run's improving edits and solution (in its run
         directory, for ``synthenv pretrain --from-runs``), where the algorithm has them."""
         if self.config.policy_out:
-            solvers = [i for i, r in enumerate(results) if r.solved]
-            member = min(solvers, key=lambda i: (results[i].npe, i)) if solvers else \
-                max(range(len(results)), key=lambda i: results[i].best_reward)
+            updates = self.algorithm.policy_updates()
+            member = max(range(len(results)), key=lambda i: (updates[i], results[i].solved, -results[i].npe
+                                                             if results[i].solved else 0, results[i].best_reward, -i))
             result = results[member]
             self.algorithm.save_policy(self.config.policy_out, member, {
-                "fine_tuned_on": self.task.name, "seed": result.seed, "solved": result.solved, "npe": result.npe})
+                "fine_tuned_on": self.task.name, "seed": result.seed, "solved": result.solved, "npe": result.npe,
+                "updates": updates[member]})
+            if not updates[member]:
+                warnings.warn(f"--policy-out {self.config.policy_out}: no seed's edit policy was updated (every seed "
+                              "solved or stopped before its policy's first update), so the file holds the policy the "
+                              "run started from; to fine-tune one, run without the elitist phase (--no-elitist) or "
+                              "on a task it does not solve at once", stacklevel=2)
         if hasattr(self.algorithm, "save_run_data"):
             for member, (result, run_dir) in enumerate(zip(results, self.run_dirs)):
                 if run_dir is not None:

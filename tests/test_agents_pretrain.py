@@ -200,6 +200,7 @@ def test_a_fine_tuned_policy_is_saved_and_starts_the_next_run(tmp_path):
                       log_dir=None, progress=False, policy_out=str(out)))
     tuned = load_policy(out)
     assert tuned.card["fine_tuned_on"] == "reverse-tune" and tuned.card["start"] == "scratch"
+    assert tuned.card["updates"] == 6  # 12 generations of islands, an update every 2
     fresh = EditPolicy(EditorConfig(), 1, NUM_FEATURES, [torch.Generator().manual_seed(0)], CPU)
     assert any(not torch.equal(tuned.parameters[n], v[0]) for n, v in fresh.named_parameters())  # it learned
     second = Trainer(TrainConfig(task="remove-char-tune", algo="ppo", algo_config=dataclasses.replace(
@@ -212,6 +213,25 @@ def test_a_fine_tuned_policy_is_saved_and_starts_the_next_run(tmp_path):
             Trainer(TrainConfig(task="reverse-tune", algo="ppo", algo_config=dataclasses.replace(config, **still),
                                 policy_out=str(tmp_path / "never.pt"), log_dir=None, progress=False))
     assert not (tmp_path / "never.pt").exists()
+
+
+def test_policy_out_saves_the_seed_fine_tuned_most_and_warns_when_none_was(tmp_path):
+    """A seed that solves in its elitist phase never updates its policy. On print-hello seed 0 solves first, in
+    its elitist phase; seed 1 solves later, after its islands' policy learned: seed 1's policy is saved. On echo
+    both seeds solve in their elitist phase: the file is the start policy, and a warning says so."""
+    config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, update_every=2)
+    job = dict(algo="ppo", algo_config=config, npe=256 * 400, seeds=(0, 1), log_dir=None, progress=False)
+    trainer = Trainer(TrainConfig(task="print-hello", policy_out=str(tmp_path / "tuned.pt"), **job))
+    first, second = trainer.run()
+    assert first.solved and second.solved and first.npe < second.npe
+    updates = trainer.algorithm.policy_updates()
+    assert updates[0] == 0 < updates[1] == trainer.algorithm.learner.optimizer.steps[1] // config.update_epochs
+    card = load_policy(tmp_path / "tuned.pt").card
+    assert (card["seed"], card["updates"], card["npe"]) == (1, updates[1], second.npe)
+    trainer = Trainer(TrainConfig(task="echo", policy_out=str(tmp_path / "start.pt"), **job))
+    with pytest.warns(UserWarning, match="no seed's edit policy was updated"):
+        trainer.run()
+    assert load_policy(tmp_path / "start.pt").card["updates"] == 0
 
 
 def test_the_shipped_policy_repairs_held_out_tasks_far_more_often_than_random_edits():
