@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
+from synthenv.language import Status
+
 from .common import masked_mean
 from .editor import EditPolicy
 from .islands import Islands
@@ -144,9 +146,10 @@ class IslandSearch:
         return parents, self.random(parents, members)
 
     def learn(self, proposal: IslandProposal, rewards: torch.Tensor, features: torch.Tensor,
-              hashes: torch.Tensor) -> IslandOutcome:
-        """Score ``proposal`` by the env's ``rewards [S', B]`` (with the children's ``features [S', B, F]`` and
-        ``hashes [S', B]``), merge the children into the islands, restart the stalled ones."""
+              hashes: torch.Tensor, status: torch.Tensor | None = None) -> IslandOutcome:
+        """Score ``proposal`` by the env's ``rewards [S', B]`` (with the children's ``features [S', B, F]``,
+        ``hashes [S', B]`` and, for the ``step_limit_rate`` charts, their program ``status [S', B]``), merge the
+        children into the islands, restart the stalled ones."""
         config, islands, generators = self.config, proposal.islands, proposal.members.generators
         s, g, c, length = proposal.children.shape
         n_pol, n_spl, n_isl = config.policy_children, config.splice_children, g * c
@@ -159,6 +162,9 @@ class IslandSearch:
         stats = _rates("improve_rate", improved, known, n_pol, n_spl)
         stats.update(_rates("new_best_rate", island_rewards > island_best,
                             (island_best > EMPTY).expand_as(island_rewards), n_pol, n_spl))
+        if status is not None:  # children that never halted: the costliest to run, and worth nothing
+            hung = status[:, :n_isl].view(s, g, c) == Status.STEP_LIMIT
+            stats.update(_rates("step_limit_rate", hung, torch.ones_like(hung), n_pol, n_spl))
         slot = torch.arange(c, device=rewards.device)
         edited = (slot < n_pol) | (slot >= n_pol + n_spl)  # crossovers are not edits
         parts = [ImprovingEdits(proposal.children.reshape(s, -1, length),
@@ -196,7 +202,8 @@ def _join(parts: list[ImprovingEdits]) -> ImprovingEdits:
 def _rates(chart: str, hits: torch.Tensor, known: torch.Tensor, n_pol: int, n_spl: int) -> dict[str, torch.Tensor]:
     """``[S']`` share of each kind of child (policy, crossover, random) that ``hits [S', G, C]``, over the
     children where it is defined (``known``): ``improve_rate`` beat their parent, ``new_best_rate`` beat
-    the best program their island had reached (the search's frontier moved)."""
+    the best program their island had reached (the search's frontier moved), ``step_limit_rate`` ran out of
+    steps on some case (never halted)."""
     parts = {"policy": slice(0, n_pol), "crossover": slice(n_pol, n_pol + n_spl), "random": slice(n_pol + n_spl, None)}
     return {f"charts/{chart}_{name}": masked_mean(hits[:, :, part].float(), known[:, :, part])
             for name, part in parts.items() if hits[:, :, part].numel()}

@@ -145,7 +145,8 @@ class PPO:
                 self.learner.imitation.members(members.index)
             hashes = members.take(feedback.hashes)
             outcome = self.island_search.learn(proposal, members.take(feedback.rewards),
-                                               members.take(feedback.features), hashes)
+                                               members.take(feedback.features), hashes,
+                                               members.take(feedback.program_status))
             improving = outcome.improving
             self.learner.remember(imitation, improving.children, improving.rewards, hashes, improving.parents,
                                   improving.features, improving.edits)

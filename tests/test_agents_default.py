@@ -16,7 +16,7 @@ from synthenv.agents import PPO, MutationConfig, PPOConfig, TrainConfig, Trainer
 from synthenv.agents.islands import Islands
 from synthenv.agents.ppo import HANDOVER_CHECK_EVERY
 from synthenv.agents.priority_queue import EMPTY, ProgramQueue
-from synthenv.language import decode_batch
+from synthenv.language import Status, decode_batch
 
 SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_every=1, update_batch=16,
                   policy_fraction=0.25, splice_fraction=0.25, patience=3, elitist=False, policy="scratch")
@@ -210,7 +210,8 @@ def test_variants_per_parent_must_divide_the_policy_share_and_update_batch():
 
 def test_the_new_best_rates_count_the_children_that_beat_their_islands_best():
     """``charts/new_best_rate_*``: the share of each kind of child whose reward, by the reference
-    interpreter, beats the best its island had reached before the generation."""
+    interpreter, beats the best its island had reached before the generation; ``charts/step_limit_rate_*``:
+    the share that ran out of steps."""
     trainer = run_steps(SMALL, steps=4)
     agent, task = trainer.algorithm, tasks.get("reverse-tune")
     agent.islands.best[0, 0] = EMPTY  # an island that has just restarted has no best to beat
@@ -218,19 +219,21 @@ def test_the_new_best_rates_count_the_children_that_beat_their_islands_best():
     best = agent.islands.best[0].clone()  # [G]
     stats, _ = trainer.step()
     children = agent._proposal.children[0]  # [G, C, L]
-    beat, known = torch.zeros(children.shape[:2]), torch.zeros(children.shape[:2])
+    beat, known, hung = (torch.zeros(children.shape[:2]) for _ in range(3))
     for g, island in enumerate(children):
         for c, code in enumerate(decode_batch(island)):
-            reward = reference.score_program(code, task.cases, task.base, task.max_steps, task.strict_syntax).reward
+            score = reference.score_program(code, task.cases, task.base, task.max_steps, task.strict_syntax)
             known[g, c] = float(best[g] > EMPTY)
-            beat[g, c] = float(torch.tensor(reward, dtype=torch.float32) > best[g])
+            beat[g, c] = float(torch.tensor(score.reward, dtype=torch.float32) > best[g])
+            hung[g, c] = float(any(run.status == Status.STEP_LIMIT for run in score.runs))
     n_pol, n_spl = SMALL.policy_children, SMALL.splice_children
     for name, part in {"policy": slice(0, n_pol), "crossover": slice(n_pol, n_pol + n_spl),
                        "random": slice(n_pol + n_spl, None)}.items():
         expected = (beat[:, part] * known[:, part]).sum() / known[:, part].sum()
         assert float(stats[f"charts/new_best_rate_{name}"][0]) == pytest.approx(float(expected))
         assert float(expected) > 0  # island 1's children of this kind
-    assert not known[0].any() and beat[1].all()
+        assert float(stats[f"charts/step_limit_rate_{name}"][0]) == pytest.approx(float(hung[:, part].mean()))
+    assert not known[0].any() and beat[1].all() and hung.any()
 
 
 def test_without_the_policy_nothing_is_learned():
