@@ -175,8 +175,8 @@ class Trainer:
 
     def _save_for_later(self, results: list[RunResult]) -> None:
         """The fine-tuned policy (``policy_out``: the seed whose policy was updated most, then the first to solve,
-        then the best) and each run's improving edits and solution (in its run
-        directory, for ``synthenv pretrain --from-runs``), where the algorithm has them."""
+        then the best) and each run's improving edits and solution (in its run directory, for ``synthenv pretrain
+        --from-runs``), where the algorithm has them."""
         if self.config.policy_out:
             updates = self.algorithm.policy_updates()
             member = max(range(len(results)), key=lambda i: (updates[i], results[i].solved, -results[i].npe
