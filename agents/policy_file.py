@@ -55,9 +55,9 @@ def save_policy(path: str | os.PathLike, policy: EditPolicy, member: int, card: 
                                           for name, value in policy.named_parameters()}})
 
 
-def load_policy(path: str | os.PathLike) -> PolicyFile:
-    """Read a policy file (see the module docstring for what is refused)."""
-    fix = "pass a file written by synthenv pretrain or synthenv train --policy-out, or --policy scratch"
+def load_policy(path: str | os.PathLike, option: str = "--policy") -> PolicyFile:
+    """Read a policy file (see the module docstring for what is refused); ``option`` is the flag that named it."""
+    fix = f"pass a file written by synthenv pretrain or synthenv train --policy-out, or {option} scratch"
     state = load_checkpoint(path, map_location="cpu", required_keys=("format", "editor", "parameters", "features"),
                             fix=fix)
     if state.get("format") != FORMAT or state.get("version") != VERSION:
@@ -72,16 +72,17 @@ def load_policy(path: str | os.PathLike) -> PolicyFile:
     return PolicyFile(editor, dict(state["parameters"]), dict(state.get("card", {})))
 
 
-def start_policy(policy: EditPolicy, file: PolicyFile, path: str | os.PathLike) -> None:
-    """Set every member of ``policy`` to ``file``'s weights (in place); ``path`` names the file in errors."""
+def start_policy(policy: EditPolicy, file: PolicyFile, path: str | os.PathLike,
+                 scratch: str = "--policy scratch, ppo:policy=scratch") -> None:
+    """Set every member of ``policy`` to ``file``'s weights (in place); ``path`` names the file in errors, and
+    ``scratch`` the options that start from scratch instead."""
     if file.editor != policy.config:
-        raise CheckpointError(f"policy {str(path)!r} has the architecture {file.editor}, this agent's is "
-                              f"{policy.config}; use the same editor settings, or start from scratch (--policy scratch, "
-                              "ppo:policy=scratch)")
+        raise CheckpointError(f"policy {str(path)!r} has the architecture {file.editor}, this one's is "
+                              f"{policy.config}; use the same editor settings, or start from scratch ({scratch})")
     own = dict(policy.named_parameters())
     if set(file.parameters) != set(own) or any(file.parameters[n].shape != own[n].shape[1:] for n in own):
         raise CheckpointError(f"policy {str(path)!r} does not hold this edit policy's parameters; use a file written "
-                              "by this version of synthenv, or --policy scratch")
+                              f"by this version of synthenv, or start from scratch ({scratch})")
     with torch.no_grad():
         for name, value in own.items():
             value.copy_(file.parameters[name].to(value.device, value.dtype).expand_as(value))

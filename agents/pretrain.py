@@ -18,7 +18,8 @@ parents drawn from searches but did not solve more tuning tasks (BENCHMARKS.md, 
 
 ``synthenv pretrain --from-runs DIR`` adds what runs of the default agent found (``agents.run_data``):
 the improving edits of their imitation queues, and repair examples built from the programs that
-solved their tasks, so that an agent that has solved tasks is better at the next one.
+solved their tasks, so that an agent that has solved tasks is better at the next one; ``--start
+pretrained`` (or a policy file) continues from that policy instead of random weights.
 
 The policy is judged on tasks it never saw: ``validation_tasks`` further tasks of the train split
 (the ``test`` split is kept for reporting the agent). Its loss there; its *repair rate*, the share of
@@ -45,7 +46,7 @@ from synthenv.tasks import generated
 from .editor import EditorConfig, EditPolicy
 from .experience import Probes, new_best_rate, search_experience
 from .feedback import NUM_FEATURES
-from .policy_file import save_policy
+from .policy_file import load_policy, policy_path, save_policy, start_policy
 from .repair import RepairSet, repair_loss, repair_rate, repair_set
 from .run_data import load_runs
 from .variation import random_edits
@@ -119,6 +120,10 @@ class PretrainConfig:
     from_runs: str | None = None
     """A folder of runs of the default agent (synthenv train with logs): their improving edits and solutions join
     the data."""
+    start: str = "scratch"
+    """Where the policy starts: 'scratch' (random weights drawn from seed), 'pretrained' (the shipped policy), or a
+    policy file's path: this run continues its training, for example on what runs found (with from_runs, and
+    corruptions 0 for their examples alone). Its architecture must be editor's."""
     out: str = "runs/edit_policy.pt"
     """The policy file to write (synthenv train --policy PATH starts from it)."""
     editor: EditorConfig = field(default_factory=EditorConfig)
@@ -133,6 +138,8 @@ class PretrainConfig:
         require_finite_fields(self, "learning_rate", low=0.0, low_open=True)
         require_seed("seed", self.seed, allow_none=False)
         require_nonnegative_int("first_task", self.first_task, "a train-split index")
+        if not isinstance(self.start, str) or not self.start:
+            raise ValueError(f"start must be 'scratch', 'pretrained' or the path of a policy file, got {self.start!r}")
 
     def command(self) -> str:
         """The command line that reproduces this run."""
@@ -225,9 +232,12 @@ def pretrain(config: PretrainConfig, log=print) -> dict:
         generated.stream("train", first), count)]
     train_tasks = pairs(config.first_task, config.tasks)
     validation_tasks = pairs(config.first_task + config.tasks, config.validation_tasks)
-    data = pretrain_data(config, train_tasks, validation_tasks, generator, evaluator, log)
     policy = EditPolicy(config.editor, 1, NUM_FEATURES, [torch.Generator().manual_seed(config.seed)],
                         torch.device("cpu"))
+    path = policy_path(config.start)
+    if path is not None:  # a file that is damaged or of another architecture is refused before the data are built
+        start_policy(policy, load_policy(path, option="--start"), path, scratch="--start scratch")
+    data = pretrain_data(config, train_tasks, validation_tasks, generator, evaluator, log)
     with torch.no_grad():
         initial = float(repair_loss(policy, data.validation))
     history = fit(policy, data.train, data.validation, config.steps, config.batch_size, config.learning_rate,
@@ -242,7 +252,8 @@ def pretrain(config: PretrainConfig, log=print) -> dict:
                            "examples": len(data.validation), "initial_loss": initial,
                            "loss": history.validation_loss[-1], **rates},
             "steps": config.steps, "batch_size": config.batch_size, "learning_rate": config.learning_rate,
-            "seed": config.seed, "seconds": time.perf_counter() - start, "command": config.command(),
+            "start": config.start, "seed": config.seed, "seconds": time.perf_counter() - start,
+            "command": config.command(),
             "hardware": hardware_caption(hardware())}
     save_policy(config.out, policy, 0, card)
     log(f"wrote {config.out} ({card['seconds']:.0f} s)")

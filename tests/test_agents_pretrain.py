@@ -190,6 +190,23 @@ def test_runs_leave_their_improving_edits_and_solution_for_pretrain(tmp_path):
                                    batch_size=8, from_runs=str(tmp_path / "runs"), out=str(tmp_path / "p.pt")),
                     log=lambda line: None)
     assert card["data"]["from_runs_examples"] == card["data"]["examples"] >= len(examples)
+    shipped = load_policy(SHIPPED)
+    lines = []
+    card = pretrain(PretrainConfig(tasks=2, validation_tasks=2, search_generations=0, corruptions=0, steps=1,
+                                   batch_size=8, learning_rate=1e-9, from_runs=str(tmp_path / "runs"),
+                                   start="pretrained", out=str(tmp_path / "more.pt")), log=lines.append)
+    more = load_policy(tmp_path / "more.pt")  # one step of a vanishing size: still the shipped policy
+    assert card["start"] == "pretrained" and "--start pretrained" in card["command"]
+    assert all(torch.allclose(more.parameters[n], value, atol=1e-6) for n, value in shipped.parameters.items())
+    fresh = load_policy(tmp_path / "p.pt")  # from scratch: far from it
+    assert not all(torch.allclose(fresh.parameters[n], value, atol=1e-2) for n, value in shipped.parameters.items())
+    refused = []
+    with pytest.raises(CheckpointError, match="architecture"):
+        pretrain(PretrainConfig(tasks=2, validation_tasks=2, corruptions=0, from_runs=str(tmp_path / "runs"),
+                                start="pretrained", editor=EditorConfig(hidden=8), out=str(tmp_path / "x.pt")),
+                 log=refused.append)
+    assert not (tmp_path / "x.pt").exists() and refused == []  # refused before any data were built
+    assert any("examples" in line for line in lines)
 
 
 def test_a_fine_tuned_policy_is_saved_and_starts_the_next_run(tmp_path):
