@@ -40,6 +40,12 @@ class PolicyFile:
     card: dict
 
 
+def require_start(name: str, value: object) -> None:
+    """Raise ``ValueError`` unless ``value`` names where a policy starts: ``scratch``, ``pretrained`` or a path."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be '{PRETRAINED}', '{SCRATCH}' or the path of a policy file, got {value!r}")
+
+
 def policy_path(policy: str) -> Path | None:
     """The file a ``PPOConfig.policy`` value names (None for ``scratch``)."""
     if policy == SCRATCH:

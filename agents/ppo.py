@@ -150,14 +150,14 @@ class PPO:
             improving = outcome.improving
             self.learner.remember(imitation, improving.children, improving.rewards, hashes, improving.parents,
                                   improving.features, improving.edits)
-            if config.policy_children and config.fine_tune:
+            if self.fine_tunes_policy:
                 self._store(proposal, outcome.gains, outcome.known)
             stats.update({key: members.spread(value, s) for key, value in outcome.stats.items()})
         if any(self.elitist):
             self.search.breed()
         self.step_count += 1
         self.generations = [count + stepped for count, stepped in zip(self.generations, self.stepping)]
-        if proposal is not None and config.policy_children and config.fine_tune:  # every update_every generations
+        if proposal is not None and self.fine_tunes_policy:  # each member learns every update_every generations
             due = [i for i, member in enumerate(members.ids)
                    if self.generations[member] % config.update_every == 0]
             if due:

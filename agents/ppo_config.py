@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from synthenv.checks import require_finite_fields, require_positive_int_fields
 
 from .editor import EditorConfig
+from .policy_file import require_start
 
 
 @dataclass(frozen=True)
@@ -133,8 +134,7 @@ class PPOConfig:
         require_finite_fields(self, "learning_rate", "max_grad_norm", "clip_coef", "temperature", low=0.0,
                               low_open=True)
         require_finite_fields(self, "pg_weight", "queue_weight", "entropy_coef", low=0.0)
-        if not isinstance(self.policy, str) or not self.policy:
-            raise ValueError(f"policy must be 'pretrained', 'scratch' or the path of a policy file, got {self.policy!r}")
+        require_start("policy", self.policy)
         if self.editor.max_edits != self.max_edits:
             object.__setattr__(self, "editor", dataclasses.replace(self.editor, max_edits=self.max_edits))
 

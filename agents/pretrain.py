@@ -46,7 +46,7 @@ from synthenv.tasks import generated
 from .editor import EditorConfig, EditPolicy
 from .experience import Probes, new_best_rate, search_experience
 from .feedback import NUM_FEATURES
-from .policy_file import load_policy, policy_path, save_policy, start_policy
+from .policy_file import load_policy, policy_path, require_start, save_policy, start_policy
 from .repair import RepairSet, repair_loss, repair_rate, repair_set
 from .run_data import load_runs
 from .variation import random_edits
@@ -138,8 +138,7 @@ class PretrainConfig:
         require_finite_fields(self, "learning_rate", low=0.0, low_open=True)
         require_seed("seed", self.seed, allow_none=False)
         require_nonnegative_int("first_task", self.first_task, "a train-split index")
-        if not isinstance(self.start, str) or not self.start:
-            raise ValueError(f"start must be 'scratch', 'pretrained' or the path of a policy file, got {self.start!r}")
+        require_start("start", self.start)
 
     def command(self) -> str:
         """The command line that reproduces this run."""
