@@ -11,8 +11,9 @@ policy). Repair examples (``agents.repair``) teach the last steps to a solution;
 in the middle of a search, where the agent spends most of its time.
 
 Beside the examples the collector keeps *probes*: parents drawn uniformly from the islands, with their
-reward and their island's best, on which ``new_best_rate`` judges any writer of variants offline by the
-agent's own yardstick (the share of variants that beat their island's best: ``charts/new_best_rate_*``).
+reward and their island's best, on which ``probe_rates`` judges any writer of variants offline by the
+agent's own yardstick (the share of variants that beat their island's best: ``charts/new_best_rate_*``) and
+by the share that never halt (``charts/step_limit_rate_*``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from .islands import Islands
 from .operators import EDIT_FIELDS, Members
 from .ppo_config import PPOConfig
 from .priority_queue import EMPTY, ProgramQueue
-from .repair import RepairSet, evaluate
+from .repair import RepairSet, evaluate, run_outcomes
 from .rows import row_hashes
 from .variation import Edits, apply_edits
 
@@ -120,11 +121,12 @@ def _search(task: Task, group: int, generations: int, seed: int, evaluator: Eval
     return RepairSet.join(examples), Probes.join(probes)
 
 
-def new_best_rate(write: Callable[[torch.Tensor, torch.Tensor, int], Edits], tasks: Sequence[tuple[Task, str]],
-                  probes: Probes, variants: int, evaluator: Evaluator, max_len: int) -> float:
-    """The share of variants that beat their island's best: ``variants`` of each probe written by
-    ``write(parents [1, N, L], features [1, N, F], variants) -> edits [1, N variants, E]``."""
-    hits, total = 0, 0
+def probe_rates(write: Callable[[torch.Tensor, torch.Tensor, int], Edits], tasks: Sequence[tuple[Task, str]],
+                probes: Probes, variants: int, evaluator: Evaluator, max_len: int) -> tuple[float, float]:
+    """The share of variants that beat their island's best (the *new-best rate*) and the share that never halted
+    (the *step-limit rate*): ``variants`` of each probe written by ``write(parents [1, N, L], features [1, N, F],
+    variants) -> edits [1, N variants, E]``."""
+    hits, hung, total = 0, 0, 0
     for group, (task, _) in enumerate(tasks):
         rows = (probes.groups == group).nonzero()[:, 0]
         if not len(rows):
@@ -132,7 +134,8 @@ def new_best_rate(write: Callable[[torch.Tensor, torch.Tensor, int], Edits], tas
         parents = probes.parents[rows]
         edits = write(parents[None], probes.features[rows][None], variants)
         children = apply_edits(parents[None].repeat_interleave(variants, dim=1), edits)[0]
-        rewards, _, _ = evaluate(evaluator, children, task, max_len)
+        rewards, limited = run_outcomes(evaluator, children, task)
         hits += int((rewards > probes.island_best[rows].repeat_interleave(variants)).sum())  # sync point: judging
+        hung += int(limited.sum())
         total += len(children)
-    return hits / max(total, 1)
+    return hits / max(total, 1), hung / max(total, 1)

@@ -12,6 +12,10 @@ Two kinds of examples, both (parent, its per-case feedback, edits), learned by l
   training task, and every random edit that made a new island best is an example: the steps of a
   search, from its fresh start to the solution, where the agent spends its time.
 
+After the examples, ``--pg-steps N`` gives the policy N steps of the default agent's own PPO update on its variants
+of parents drawn from searches of the first ``--pg-tasks`` training tasks (``agents.pretrain_pg``): it learns what
+imitation never shows it, which of its edits fail (a child that never halts, or breaks what its parent got right).
+
 The shipped policy learned from repair examples (the defaults); ``--tasks 1000 --corruptions 0
 --search-generations 150`` learns from search experience alone, which writes new island bests more often on
 parents drawn from searches but did not solve more tuning tasks (BENCHMARKS.md, model card).
@@ -25,7 +29,8 @@ The policy is judged on tasks it never saw: ``validation_tasks`` further tasks o
 (the ``test`` split is kept for reporting the agent). Its loss there; its *repair rate*, the share of
 corrupted programs of which one of ``V`` variants it writes solves the task again; and its *new-best
 rate*, the share of its variants of parents drawn from searches of the first validation tasks that beat
-their island's best (the agent's own yardstick); each beside the rate of random variants.
+their island's best (the agent's own yardstick), and the share of them that never halt; each beside the rate of
+random variants.
 """
 
 from __future__ import annotations
@@ -44,9 +49,10 @@ from synthenv.pipeline import Evaluator
 from synthenv.tasks import generated
 
 from .editor import EditorConfig, EditPolicy
-from .experience import Probes, new_best_rate, search_experience
+from .experience import Probes, probe_rates, search_experience
 from .feedback import NUM_FEATURES
 from .policy_file import load_policy, policy_path, require_start, save_policy, start_policy
+from .pretrain_pg import policy_gradient
 from .repair import RepairSet, repair_loss, repair_rate, repair_set
 from .run_data import load_runs
 from .variation import random_edits
@@ -108,11 +114,18 @@ class PretrainConfig:
     """Generations of the island search on each training task, whose random edits that made a new island best are
     examples (0: none; 150 with --tasks 1000 --corruptions 0 is the search-experience policy of BENCHMARKS.md)."""
     steps: int = 5000
-    """Adam steps (cosine-decayed learning rate)."""
+    """Adam steps on the examples (cosine-decayed learning rate; 0: none, for a policy-gradient phase alone)."""
     batch_size: int = 512
     """Repair examples per step."""
     learning_rate: float = 3e-3
     """Adam's initial step size."""
+    pg_steps: int = 0
+    """Steps of the policy-gradient phase after the examples (agents.pretrain_pg: the default agent's PPO update on
+    the policy's own variants of parents from searches of training tasks; 0: none)."""
+    pg_tasks: int = 200
+    """How many training tasks (the first ones) give the policy-gradient phase its parents, from searches of them."""
+    pg_learning_rate: float = 1e-3
+    """Adam's step size in the policy-gradient phase."""
     seed: int = 0
     """Seed of the corruptions, the minibatches and the policy's initial weights."""
     max_len: int = DEFAULT_MAX_LEN
@@ -130,12 +143,17 @@ class PretrainConfig:
     """The policy's architecture (an agent starting from the file must have the same)."""
 
     def __post_init__(self) -> None:
-        require_positive_int_fields(self, "tasks", "validation_tasks", "steps", "batch_size", "max_len")
-        for name in ("search_generations", "corruptions"):
+        require_positive_int_fields(self, "tasks", "validation_tasks", "batch_size", "max_len", "pg_tasks")
+        for name in ("search_generations", "corruptions", "steps", "pg_steps"):
             require_nonnegative_int(name, getattr(self, name))
+        if self.pg_steps and self.pg_tasks > self.tasks:
+            raise ValueError(f"pg_tasks={self.pg_tasks} is more than tasks={self.tasks}: the policy-gradient phase "
+                             "searches training tasks; lower pg_tasks or raise tasks")
+        if not self.steps and not self.pg_steps:
+            raise ValueError("pretraining needs steps: set steps (on the examples) or pg_steps (policy gradient) above 0")
         if not self.search_generations and not self.corruptions and self.from_runs is None:
             raise ValueError("pretraining needs examples: set search_generations or corruptions above 0, or from_runs")
-        require_finite_fields(self, "learning_rate", low=0.0, low_open=True)
+        require_finite_fields(self, "learning_rate", "pg_learning_rate", low=0.0, low_open=True)
         require_seed("seed", self.seed, allow_none=False)
         require_nonnegative_int("first_task", self.first_task, "a train-split index")
         require_start("start", self.start)
@@ -239,9 +257,15 @@ def pretrain(config: PretrainConfig, log=print) -> dict:
     data = pretrain_data(config, train_tasks, validation_tasks, generator, evaluator, log)
     with torch.no_grad():
         initial = float(repair_loss(policy, data.validation))
-    history = fit(policy, data.train, data.validation, config.steps, config.batch_size, config.learning_rate,
-                  generator, log_every=max(1, config.steps // 20),
-                  on_log=lambda step, a, b: log(f"step {step}: loss {a:.3f} (train), {b:.3f} (validation)"))
+    if config.steps:
+        fit(policy, data.train, data.validation, config.steps, config.batch_size, config.learning_rate, generator,
+            log_every=max(1, config.steps // 20),
+            on_log=lambda step, a, b: log(f"step {step}: loss {a:.3f} (train), {b:.3f} (validation)"))
+    gradient = None
+    if config.pg_steps:
+        gradient = _policy_gradient_phase(config, policy, data, train_tasks, generator, evaluator, log)
+    with torch.no_grad():
+        final = float(repair_loss(policy, data.validation))
     rates = judge(policy, data, validation_tasks, generator, evaluator, config.max_len, log)
     card = {"data": {"split": "train", "tasks": [config.first_task, config.first_task + config.tasks],
                      "search_generations": config.search_generations, "corruptions": config.corruptions,
@@ -249,14 +273,32 @@ def pretrain(config: PretrainConfig, log=print) -> dict:
             "validation": {"tasks": [config.first_task + config.tasks,
                                      config.first_task + config.tasks + config.validation_tasks],
                            "examples": len(data.validation), "initial_loss": initial,
-                           "loss": history.validation_loss[-1], **rates},
+                           "loss": final, **rates},
             "steps": config.steps, "batch_size": config.batch_size, "learning_rate": config.learning_rate,
+            **({"policy_gradient": gradient} if gradient is not None else {}),
             "start": config.start, "seed": config.seed, "seconds": time.perf_counter() - start,
             "command": config.command(),
             "hardware": hardware_caption(hardware())}
     save_policy(config.out, policy, 0, card)
     log(f"wrote {config.out} ({card['seconds']:.0f} s)")
     return card
+
+
+def _policy_gradient_phase(config: PretrainConfig, policy: EditPolicy, data: PretrainData, train_tasks: list,
+                           generator: torch.Generator, evaluator: Evaluator, log=print) -> dict:
+    """``config.pg_steps`` steps of ``agents.pretrain_pg`` on searches of the first ``config.pg_tasks`` training
+    tasks (their own seed: the probes of the validation tasks are ``seed + 1``'s); what it did, for the card."""
+    start, tasks = time.perf_counter(), train_tasks[:config.pg_tasks]
+    _, parents = search_experience(tasks, PROBE_GENERATIONS, config.seed + 2, evaluator, config.max_len)
+    log(f"{len(parents)} parents from searches of {len(tasks)} training tasks ({time.perf_counter() - start:.0f} s)")
+    history = policy_gradient(policy, tasks, parents, data.train, config.pg_steps, config.pg_learning_rate, generator,
+                              evaluator, log_every=max(1, config.pg_steps // 20), on_log=lambda step, gain, best, hung: log(
+                                  f"policy-gradient step {step}: gain {gain:+.4f}, new best {best:.3%}, "
+                                  f"never halted {hung:.2%}"))
+    return {"steps": config.pg_steps, "tasks": [config.first_task, config.first_task + len(tasks)],
+            "parents": len(parents), "learning_rate": config.pg_learning_rate,
+            "step_limit_rate": [history.step_limit_rate[0], history.step_limit_rate[-1]],
+            "seconds": time.perf_counter() - start}
 
 
 def judge(policy: EditPolicy, data: PretrainData, tasks: list, generator: torch.Generator, evaluator: Evaluator,
@@ -273,13 +315,16 @@ def judge(policy: EditPolicy, data: PretrainData, tasks: list, generator: torch.
     for v, rate in repair.items():
         log(f"repair rate with {v} variants: policy {rate['policy']:.1%}, random edits {rate['random']:.1%}")
     probed, own = tasks[:PROBE_TASKS], policy.temperature
-    new_best = {"random": new_best_rate(guess, probed, data.probes, NEW_BEST_VARIANTS, evaluator, max_len)}
+    rates = {"random": probe_rates(guess, probed, data.probes, NEW_BEST_VARIANTS, evaluator, max_len)}
     try:
         for temperature in JUDGED_TEMPERATURES:
             policy.temperature = temperature
-            new_best[f"policy at temperature {temperature}"] = new_best_rate(sample, probed, data.probes,
-                                                                             NEW_BEST_VARIANTS, evaluator, max_len)
+            rates[f"policy at temperature {temperature}"] = probe_rates(sample, probed, data.probes,
+                                                                        NEW_BEST_VARIANTS, evaluator, max_len)
     finally:
         policy.temperature = own
+    new_best = {k: v[0] for k, v in rates.items()}
+    step_limit = {k: v[1] for k, v in rates.items()}
     log(f"new-best rate on {len(data.probes)} probes: " + ", ".join(f"{k} {v:.3%}" for k, v in new_best.items()))
-    return {"repair_rate": repair, "new_best_rate": new_best}
+    log("share that never halted: " + ", ".join(f"{k} {v:.2%}" for k, v in step_limit.items()))
+    return {"repair_rate": repair, "new_best_rate": new_best, "step_limit_rate": step_limit}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from synthenv.language import encode_batch
+from synthenv.language import Status, encode_batch
 from synthenv.pipeline import Evaluator
 from synthenv.tasks import Task
 
@@ -61,6 +61,13 @@ def evaluate(evaluator: Evaluator, programs: torch.Tensor, task: Task,
            "output_lengths": execution.output_lengths.to(torch.int32), "outputs": execution.outputs.to(torch.int32)}
     cases = task.tensors(programs.device)
     return rewards, feedback_features(obs, cases.expected, cases.expected_lengths, max_len), scores.solved
+
+
+def run_outcomes(evaluator: Evaluator, programs: torch.Tensor, task: Task) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rewards ``[N]`` float32 of ``programs [N, L]`` on ``task`` and whether each ran out of steps (never
+    halted) ``[N]``."""
+    scores = evaluator.evaluate(programs, task, max(1, task.max_output_length)).scores
+    return scores.rewards.float(), scores.program_status == Status.STEP_LIMIT
 
 
 def score(evaluator: Evaluator, programs: torch.Tensor, task: Task, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:

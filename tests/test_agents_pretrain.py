@@ -12,19 +12,20 @@ import torch
 from synthenv import reference
 from synthenv.agents import PPOConfig, TrainConfig, Trainer, train
 from synthenv.agents.editor import EditorConfig, EditPolicy, edit_log_probs
-from synthenv.agents.experience import Probes, new_best_rate, search_experience
+from synthenv.agents.experience import Probes, probe_rates, search_experience
 from synthenv.agents.feedback import NUM_FEATURES
 from synthenv.agents.learner import EditLearner
 from synthenv.agents.operators import EDIT_FIELDS, Members
 from synthenv.agents.policy_file import SHIPPED, load_policy, save_policy, start_policy
 from synthenv.agents.pretrain import JUDGED_TEMPERATURES, PretrainConfig, fit, pretrain
+from synthenv.agents.pretrain_pg import policy_gradient
 from synthenv.agents.repair import corrupt, evaluate, repair_loss, repair_rate, repair_set
 from synthenv.agents.run_data import FILE_NAME, load_runs
 from synthenv.agents.variation import DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, inverse_edits, random_edits, \
     random_programs
 from synthenv.checkpoint import CheckpointError
 from synthenv.cli import main
-from synthenv.language import decode_batch
+from synthenv.language import Status, decode_batch, encode_batch
 from synthenv.pipeline import Evaluator
 from synthenv.tasks import generated
 
@@ -87,20 +88,22 @@ def test_pretraining_lowers_the_repair_loss_on_tasks_it_never_saw():
 def test_pretrain_writes_a_policy_file_with_its_card_and_an_agent_starts_from_it(tmp_path):
     out = tmp_path / "policy.pt"
     config = PretrainConfig(tasks=12, validation_tasks=4, search_generations=6, corruptions=4, steps=20,
-                            batch_size=64, out=str(out))
+                            batch_size=64, pg_steps=3, pg_tasks=2, out=str(out))
     lines = []
     card = pretrain(config, log=lines.append)
     assert out.exists() and any("repair rate with 16 variants" in line for line in lines)
     assert any(line.startswith("new-best rate on") for line in lines)
     loaded = load_policy(out)
     assert loaded.card["command"] == ("synthenv pretrain --tasks 12 --validation-tasks 4 --corruptions 4 "
-                                      f"--search-generations 6 --steps 20 --batch-size 64 --out {out}")
+                                      f"--search-generations 6 --steps 20 --batch-size 64 --pg-steps 3 --pg-tasks 2 "
+                                      f"--out {out}")
     assert card["data"]["tasks"] == [0, 12] and card["validation"]["tasks"] == [12, 16]
     data = card["data"]
     assert data["repair_examples"] > 0 and data["search_examples"] > 0
     assert data["examples"] == data["repair_examples"] + data["search_examples"]
-    rates = card["validation"]["new_best_rate"]
-    assert set(rates) == {"random", *(f"policy at temperature {t}" for t in JUDGED_TEMPERATURES)}
+    for kind in ("new_best_rate", "step_limit_rate"):
+        assert set(card["validation"][kind]) == {"random", *(f"policy at temperature {t}" for t in JUDGED_TEMPERATURES)}
+    assert card["policy_gradient"]["steps"] == 3 and card["policy_gradient"]["tasks"] == [0, 2]
     agent = Trainer(TrainConfig(task="reverse-tune", algo="ppo", algo_config=PPOConfig(policy=str(out)),
                                 seeds=(0, 1), log_dir=None, progress=False, npe=10**5)).algorithm
     for name, value in agent.learner.policy.named_parameters():
@@ -110,6 +113,10 @@ def test_pretrain_writes_a_policy_file_with_its_card_and_an_agent_starts_from_it
 def test_pretraining_needs_examples(tmp_path):
     with pytest.raises(ValueError, match="needs examples"):
         PretrainConfig(corruptions=0)
+    with pytest.raises(ValueError, match="needs steps"):
+        PretrainConfig(steps=0)
+    with pytest.raises(ValueError, match="pg_tasks=300 is more than tasks=200"):
+        PretrainConfig(tasks=200, pg_steps=1, pg_tasks=300)
     with pytest.raises(ValueError, match="corruptions must be an int >= 0"):
         PretrainConfig(corruptions=-1)
     (tmp_path / "empty").mkdir()
@@ -117,6 +124,25 @@ def test_pretraining_needs_examples(tmp_path):
                             from_runs=str(tmp_path / "empty"), out=str(tmp_path / "p.pt"))
     with pytest.raises(ValueError, match="found no examples"):
         pretrain(config, log=lambda line: None)
+
+
+def test_the_policy_gradient_phase_teaches_the_policy_to_avoid_programs_that_never_halt():
+    """The shipped policy, given the default agent's update on its own variants of parents from searches of four
+    training tasks, writes far fewer variants that never halt on parents from searches of tasks it never saw
+    (each program's status is the engine's, which the differential tests hold to the reference interpreter)."""
+    evaluator, generator = Evaluator.create(), torch.Generator().manual_seed(0)
+    train_pairs, held_out = _pairs(0, 4), _pairs(10**6, 4)
+    _, parents = search_experience(train_pairs, 30, 0, evaluator, 100)
+    _, probes = search_experience(held_out, 30, 1, evaluator, 100)
+    policy = EditPolicy(EditorConfig(), 1, NUM_FEATURES, [generator], CPU)
+    start_policy(policy, load_policy(SHIPPED), SHIPPED)
+    write = lambda parents, features, v: policy.sample(parents, features, [generator], None, v)[0]  # noqa: E731
+    before = probe_rates(write, held_out, probes, 4, evaluator, 100)[1]
+    log = policy_gradient(policy, train_pairs, parents, repair_set(train_pairs, 16, 100, 3, generator, evaluator),
+                          steps=60, learning_rate=1e-3, generator=generator, evaluator=evaluator, log_every=20)
+    after = probe_rates(write, held_out, probes, 4, evaluator, 100)[1]
+    assert log.steps == [20, 40, 60] and log.step_limit_rate[-1] < log.step_limit_rate[0]
+    assert before > 0.03 and after < 0.7 * before
 
 
 def test_policy_files_are_untrusted_data(tmp_path, capsys):
@@ -293,9 +319,10 @@ def test_search_experience_is_the_random_edits_that_beat_their_island_best_by_th
         search_experience(pairs, 1, 0, Evaluator.create(), 40, dataclasses.replace(config, policy_fraction=0.25))
 
 
-def test_the_new_best_rate_counts_the_variants_that_beat_their_island_best():
+def test_the_probe_rates_count_the_variants_that_beat_their_island_best_and_those_that_never_halt():
     """Probes whose island best is the parent's own reward: the edits known to beat them score 1, edits that
-    change nothing score 0, and half of each makes one half."""
+    change nothing score 0, and half of each makes one half. The step-limit rate of variants that change nothing
+    is the share of parents that never halt by the reference interpreter (a loop that never ends is added)."""
     pairs = _pairs(0, 2)
     config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, elitist=False, policy_fraction=0.0,
                        policy="scratch")
@@ -316,8 +343,20 @@ def test_the_new_best_rate_counts_the_variants_that_beat_their_island_best():
                                                                        picked.tokens, active)))
         return edits
 
-    rate = lambda keep: new_best_rate(write(keep), pairs, probes, 2, evaluator, 40)  # noqa: E731
+    rate = lambda keep: probe_rates(write(keep), pairs, probes, 2, evaluator, 40)[0]  # noqa: E731
     assert rate(lambda n: torch.ones(n, dtype=torch.bool)) == 1.0
     assert rate(lambda n: torch.zeros(n, dtype=torch.bool)) == 0.0
     half = rate(lambda n: torch.arange(n) % 2 == 0)
     assert 0.3 < half < 0.7
+
+    hang = encode_batch(["+[]"], 40)
+    probes = Probes(torch.cat([probes.parents, hang]), torch.cat([probes.features, probes.features[:1]]),
+                    torch.cat([rewards, rewards[:1]]), torch.cat([rewards, rewards[:1]]),
+                    torch.cat([probes.groups, probes.groups[:1]]))
+    unchanged = lambda parents, features, variants: dataclasses.replace(  # noqa: E731
+        random_edits([torch.Generator().manual_seed(0)], parents.repeat_interleave(variants, 1), 3),
+        active=torch.zeros((1, parents.shape[1] * variants, 3), dtype=torch.bool))
+    never_halt = [reference.score_program(code, pairs[g][0].cases, pairs[g][0].base, pairs[g][0].max_steps).runs[-1]
+                  .status == Status.STEP_LIMIT for code, g in zip(decode_batch(probes.parents), probes.groups.tolist())]
+    assert never_halt[-1] and probe_rates(unchanged, pairs, probes, 2, evaluator, 40)[1] == sum(never_halt) / len(
+        never_halt)
