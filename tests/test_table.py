@@ -206,6 +206,27 @@ def test_unreadable_cells_run_again_and_a_table_of_another_budget_is_refused(tmp
         load_cells(path, BUDGET)
 
 
+def test_first_seed_runs_fresh_seeds_and_a_table_of_other_seeds_is_refused(tmp_path, capsys):
+    """--first-seed 3 runs seeds 3 and 4; the same table from seed 0 would mix other runs into it and is refused;
+    a JSON written before first_seed existed is a table from seed 0 and resumes."""
+    out = tmp_path / "t"
+    argv = ["table", "--tasks", "print-hello", "--algos", "random", "--seeds", "2", "--npe", "64", "--max-len", "6",
+            "--out", str(out)]
+    assert main(argv + ["--first-seed", "3"]) == 0
+    written = json.loads(Path(f"{out}.json").read_text())
+    assert written["first_seed"] == 3 and [r["seed"] for r in written["cells"][0]["results"]] == [3, 4]
+    capsys.readouterr()
+    assert main(argv) == 2 and "first_seed 3 in the file, 0 now" in capsys.readouterr().err
+    older = document([cell("print-hello", "random", (True, 8, 0.2), (False, 64, 0.5))])
+    del older["first_seed"]
+    Path(f"{out}.json").write_text(json.dumps(older))
+    assert list(load_cells(Path(f"{out}.json"), BUDGET)) == [("print-hello", "random")]
+    with pytest.raises(UserError, match="first_seed 0 in the file, 3 now"):
+        load_cells(Path(f"{out}.json"), dataclasses.replace(BUDGET, first_seed=3))
+    with pytest.raises(ValueError, match="first_seed must be an int in"):
+        dataclasses.replace(BUDGET, first_seed=-1)
+
+
 def test_a_table_of_another_budget_is_kept_unless_fresh(tmp_path, capsys):
     """Running or redrawing a table with other options would overwrite the cells already computed."""
     out = tmp_path / "t"

@@ -41,7 +41,9 @@ class TableCommand:
     algos: tuple[str, ...] = tuple(agents.names())
     """Algorithms (columns), each NAME or NAME:field=value,field=value."""
     seeds: int = 5
-    """K, runs per cell (seeds 0 .. K-1)."""
+    """K, runs per cell (seeds first_seed .. first_seed + K - 1)."""
+    first_seed: int = 0
+    """The first seed of every cell: another table with --first-seed K adds K fresh seeds to one of seeds 0 .. K-1."""
     npe: int = agents.TrainConfig.npe  # the training job's default (PQT's largest)
     """Budget per run (programs executed)."""
     seconds: float | None = None
@@ -67,7 +69,7 @@ class TableCommand:
 
     def run(self) -> int:
         budget = Budget(npe=self.npe, seconds=self.seconds, seeds=self.seeds, max_len=self.max_len,
-                        backend=self.backend, engine=self.engine, device=self.device)
+                        backend=self.backend, engine=self.engine, device=self.device, first_seed=self.first_seed)
         grid = Grid(cell_keys(self.tasks, self.algos), budget, self.out, self.plot)
         team = distributed.start(self.device, "table")  # None unless launched by torchrun
         if team is None:

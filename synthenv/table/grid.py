@@ -25,7 +25,7 @@ from pathlib import Path
 
 from synthenv import agents, tasks
 from synthenv.agents.specs import parse_algo
-from synthenv.checks import require_positive_int, require_writable
+from synthenv.checks import require_positive_int, require_seed, require_writable
 from synthenv.distributed import Team
 from synthenv.errors import UserError
 from synthenv.table.plot import write_plot
@@ -46,14 +46,17 @@ class Budget:
     seconds: float | None
     """Wall-clock seconds per cell (its K seeds together); None: no time limit."""
     seeds: int
-    """K, runs per cell (seeds 0 .. K-1)."""
+    """K, runs per cell (seeds first_seed .. first_seed + K - 1)."""
     max_len: int
     backend: str
     engine: str
     device: str
+    first_seed: int = 0
+    """The first seed of every cell (a table of JSON that lacks it was made from seed 0)."""
 
     def __post_init__(self):
         require_positive_int("seeds", self.seeds)
+        require_seed("first_seed", self.first_seed, allow_none=False)
 
 
 def expand_tasks(specs: Sequence[str]) -> list[str]:
@@ -92,8 +95,9 @@ def load_cells(path: Path, budget: Budget) -> dict[Key, dict]:
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise UserError(f"{str(path)!r} is not a table's JSON ({error}); give another --out, or --fresh to "
                         "replace it") from None
-    differences = [f"{key} {document.get(key)!r} in the file, {value!r} now"
-                   for key, value in dataclasses.asdict(budget).items() if document.get(key) != value]
+    defaults = {f.name: f.default for f in dataclasses.fields(Budget) if f.default is not dataclasses.MISSING}
+    differences = [f"{key} {document.get(key, defaults.get(key))!r} in the file, {value!r} now"
+                   for key, value in dataclasses.asdict(budget).items() if document.get(key, defaults.get(key)) != value]
     if differences:
         raise UserError(f"{str(path)!r} holds a table of another budget ({'; '.join(differences)}): give the "
                         "options it was made with to resume or redraw it, --fresh to replace it, or another --out")
@@ -118,7 +122,7 @@ def train_cell(task: str, spec: str, budget: Budget, log_dir: str | None = None,
     algo, config = parse_algo(spec)
     start = time.perf_counter()
     results = agents.train(agents.TrainConfig(
-        task=task, algo=algo, npe=budget.npe, seconds=budget.seconds, seeds=tuple(range(budget.seeds)),
+        task=task, algo=algo, npe=budget.npe, seconds=budget.seconds, seeds=tuple(range(budget.first_seed, budget.first_seed + budget.seeds)),
         algo_config=config, backend=budget.backend, engine=budget.engine, device=budget.device,
         max_len=budget.max_len, log_dir=log_dir, progress=progress))
     return summarize_cell(task, spec, results, time.perf_counter() - start, cell_hardware(budget.device))

@@ -108,7 +108,9 @@ def budget_text(document: dict) -> str:
     """
     seconds = ""
     if document.get("seconds") is not None:
-        seconds = f"{document['seconds']:g} s per cell (its {document['seeds']} seeds as one job), "
+        first = document.get("first_seed", 0)
+        seeds = f"{document['seeds']} seeds" + (f" from seed {first}" if first else "")
+        seconds = f"{document['seconds']:g} s per cell (its {seeds} as one job), "
     return (f"Budget: {seconds}{format_npe(document['npe'])} programs per run; {document['backend']} / "
             f"{document['engine']} on {document['device']}, programs up to {document['max_len']} tokens")
 
