@@ -150,7 +150,8 @@ class PretrainConfig:
             raise ValueError(f"pg_tasks={self.pg_tasks} is more than tasks={self.tasks}: the policy-gradient phase "
                              "searches training tasks; lower pg_tasks or raise tasks")
         if not self.steps and not self.pg_steps:
-            raise ValueError("pretraining needs steps: set steps (on the examples) or pg_steps (policy gradient) above 0")
+            raise ValueError("pretraining needs steps: set steps (on the examples) or pg_steps (policy gradient) "
+                             "above 0")
         if not self.search_generations and not self.corruptions and self.from_runs is None:
             raise ValueError("pretraining needs examples: set search_generations or corruptions above 0, or from_runs")
         require_finite_fields(self, "learning_rate", "pg_learning_rate", low=0.0, low_open=True)
@@ -291,10 +292,11 @@ def _policy_gradient_phase(config: PretrainConfig, policy: EditPolicy, data: Pre
     start, tasks = time.perf_counter(), train_tasks[:config.pg_tasks]
     _, parents = search_experience(tasks, PROBE_GENERATIONS, config.seed + 2, evaluator, config.max_len)
     log(f"{len(parents)} parents from searches of {len(tasks)} training tasks ({time.perf_counter() - start:.0f} s)")
+    def on_log(step: int, gain: float, new_best: float, step_limit: float) -> None:
+        log(f"policy-gradient step {step}: gain {gain:+.4f}, new best {new_best:.3%}, never halted {step_limit:.2%}")
+
     history = policy_gradient(policy, tasks, parents, data.train, config.pg_steps, config.pg_learning_rate, generator,
-                              evaluator, log_every=max(1, config.pg_steps // 20), on_log=lambda step, gain, best, hung: log(
-                                  f"policy-gradient step {step}: gain {gain:+.4f}, new best {best:.3%}, "
-                                  f"never halted {hung:.2%}"))
+                              evaluator, log_every=max(1, config.pg_steps // 20), on_log=on_log)
     return {"steps": config.pg_steps, "tasks": [config.first_task, config.first_task + len(tasks)],
             "parents": len(parents), "learning_rate": config.pg_learning_rate,
             "step_limit_rate": [history.step_limit_rate[0], history.step_limit_rate[-1]],

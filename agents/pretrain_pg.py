@@ -29,6 +29,7 @@ from synthenv.tasks import Task
 from .common import masked_mean
 from .editor import EditPolicy, edit_entropy, edit_log_probs
 from .experience import Probes
+from .learner import ADAM_EPS
 from .losses import clipped_policy_loss, normalize_advantages
 from .repair import RepairSet, repair_loss, run_outcomes
 from .variation import apply_edits
@@ -62,7 +63,7 @@ def policy_gradient(policy: EditPolicy, tasks: list[tuple[Task, str]], probes: P
     usable = [g for g, rows in enumerate(groups) if len(rows)]
     if not usable:
         raise ValueError("the policy-gradient phase found no parents: its searches kept no probes")
-    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate, eps=1e-5)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate, eps=ADAM_EPS)  # the agent's
     log = GradientLog([], [], [], [], 0.0)
     start, totals, count = time.perf_counter(), torch.zeros(3), 0
     for step in range(1, steps + 1):

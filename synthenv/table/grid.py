@@ -96,8 +96,9 @@ def load_cells(path: Path, budget: Budget) -> dict[Key, dict]:
         raise UserError(f"{str(path)!r} is not a table's JSON ({error}); give another --out, or --fresh to "
                         "replace it") from None
     defaults = {f.name: f.default for f in dataclasses.fields(Budget) if f.default is not dataclasses.MISSING}
-    differences = [f"{key} {document.get(key, defaults.get(key))!r} in the file, {value!r} now"
-                   for key, value in dataclasses.asdict(budget).items() if document.get(key, defaults.get(key)) != value]
+    stored = {key: document.get(key, defaults.get(key)) for key in dataclasses.asdict(budget)}
+    differences = [f"{key} {stored[key]!r} in the file, {value!r} now"
+                   for key, value in dataclasses.asdict(budget).items() if stored[key] != value]
     if differences:
         raise UserError(f"{str(path)!r} holds a table of another budget ({'; '.join(differences)}): give the "
                         "options it was made with to resume or redraw it, --fresh to replace it, or another --out")
@@ -122,7 +123,8 @@ def train_cell(task: str, spec: str, budget: Budget, log_dir: str | None = None,
     algo, config = parse_algo(spec)
     start = time.perf_counter()
     results = agents.train(agents.TrainConfig(
-        task=task, algo=algo, npe=budget.npe, seconds=budget.seconds, seeds=tuple(range(budget.first_seed, budget.first_seed + budget.seeds)),
+        task=task, algo=algo, npe=budget.npe, seconds=budget.seconds,
+        seeds=tuple(range(budget.first_seed, budget.first_seed + budget.seeds)),
         algo_config=config, backend=budget.backend, engine=budget.engine, device=budget.device,
         max_len=budget.max_len, log_dir=log_dir, progress=progress))
     return summarize_cell(task, spec, results, time.perf_counter() - start, cell_hardware(budget.device))
