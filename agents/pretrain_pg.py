@@ -31,14 +31,17 @@ from .editor import EditPolicy, edit_entropy, edit_log_probs
 from .experience import Probes
 from .learner import ADAM_EPS
 from .losses import clipped_policy_loss, normalize_advantages
+from .ppo_config import PPOConfig
 from .repair import RepairSet, repair_loss, run_outcomes
 from .variation import apply_edits
 
-TASKS_PER_STEP, PARENTS, VARIANTS = 8, 32, 4
-"""Each step: 8 tasks, 32 parents of each, 4 variants of each parent (the agent's variants per parent read)."""
-EPOCHS, CLIP_COEF, ENTROPY_COEF, IMITATION_BATCH = 2, 0.2, 0.01, 256
-"""The default agent's update (``PPOConfig``: update_epochs, clip_coef, entropy_coef), and the imitation examples
-per step (its queue term, weight 1)."""
+AGENT = PPOConfig()
+"""The default agent, whose update this is: its variants per parent read, epochs, clipping, entropy bonus, queue
+weight and gradient norm."""
+TASKS_PER_STEP, PARENTS, VARIANTS = 8, 32, AGENT.variants_per_parent
+"""Each step: 8 tasks, 32 parents of each, the agent's variants of each parent."""
+IMITATION_BATCH = 256
+"""Imitation examples per step (the agent's queue term)."""
 
 
 @dataclass(frozen=True)
@@ -82,14 +85,15 @@ def policy_gradient(policy: EditPolicy, tasks: list[tuple[Task, str]], probes: P
         valid = torch.ones_like(gains, dtype=torch.bool)
         advantages = normalize_advantages(gains, valid)
         examples = imitation.take(torch.randint(len(imitation), (IMITATION_BATCH,), generator=generator))
-        for _ in range(EPOCHS):
+        for _ in range(AGENT.update_epochs):
             logits = policy(parents, features)
             ratio = (edit_log_probs(logits, edits) - old_log_probs).exp()
-            loss = clipped_policy_loss(advantages, ratio, valid, CLIP_COEF)[0] + repair_loss(policy, examples) \
-                - ENTROPY_COEF * masked_mean(edit_entropy(logits, edits), valid)[0]
+            loss = AGENT.pg_weight * clipped_policy_loss(advantages, ratio, valid, AGENT.clip_coef)[0] \
+                + AGENT.queue_weight * repair_loss(policy, examples) \
+                - AGENT.entropy_coef * masked_mean(edit_entropy(logits, edits), valid)[0]
             optimizer.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), AGENT.max_grad_norm)
             optimizer.step()
         beat = rewards > probes.island_best[rows].repeat_interleave(VARIANTS)
         totals += torch.stack([gains.mean(), beat.float().mean(), hung.float().mean()])

@@ -96,9 +96,8 @@ def load_cells(path: Path, budget: Budget) -> dict[Key, dict]:
         raise UserError(f"{str(path)!r} is not a table's JSON ({error}); give another --out, or --fresh to "
                         "replace it") from None
     defaults = {f.name: f.default for f in dataclasses.fields(Budget) if f.default is not dataclasses.MISSING}
-    stored = {key: document.get(key, defaults.get(key)) for key in dataclasses.asdict(budget)}
-    differences = [f"{key} {stored[key]!r} in the file, {value!r} now"
-                   for key, value in dataclasses.asdict(budget).items() if stored[key] != value]
+    differences = [f"{key} {stored!r} in the file, {value!r} now" for key, value in dataclasses.asdict(budget).items()
+                   if (stored := document.get(key, defaults.get(key))) != value]
     if differences:
         raise UserError(f"{str(path)!r} holds a table of another budget ({'; '.join(differences)}): give the "
                         "options it was made with to resume or redraw it, --fresh to replace it, or another --out")
