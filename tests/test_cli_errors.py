@@ -1,8 +1,8 @@
 """User errors at the command line are one line on stderr and exit code 2; bugs keep their traceback.
 
 The train/table cases use the flags of ``synthenv train``/``table`` that every version keeps.
-An error may come from tyro while it builds a command's config (tyro's own box, exit code 2)
-or from synthenv while the command runs (one line, ``synthenv <command>: error: ...``).
+An error may come from tyro while it parses the arguments, from a config that checks its values
+or from synthenv while the command runs: each is one line, ``synthenv <command>: error: ...``.
 """
 
 from __future__ import annotations
@@ -26,21 +26,18 @@ def run_main(capsys, argv: list[str]) -> tuple[int, str]:
     """(exit code, stderr) of ``synthenv argv``, whether tyro or synthenv reported the error."""
     try:
         code = main(argv)
-    except SystemExit as exit_info:  # tyro's parse errors
+    except SystemExit as exit_info:  # tyro's own box, under SYNTHENV_TRACEBACK=1
         code = exit_info.code
     return code, capsys.readouterr().err
 
 
 def assert_user_error(code: int, err: str, command: str, *words: str) -> None:
-    """Exit code 2, no traceback, and the message (one line from synthenv, or tyro's box) has ``words``."""
+    """Exit code 2 and one line, ``synthenv <command>: error: ...``, that has ``words``."""
     assert code == 2, err
-    assert "Traceback" not in err, err
-    if err.startswith(f"synthenv {command}: error: "):
-        assert err.count("\n") == 1, err
-    # else tyro's box, the message wrapped over several lines
-    flat = " ".join(err.replace("│", " ").split())
+    prefix = f"synthenv {command}: error: " if command else "synthenv: error: "
+    assert err.startswith(prefix) and err.count("\n") == 1, err
     for word in words:
-        assert word in flat, (word, err)
+        assert word in err, (word, err)
 
 
 def train_args(**changes: str) -> list[str]:
@@ -60,10 +57,31 @@ def train_args(**changes: str) -> list[str]:
     ("--max-len", "100000", ["max_len", "100000"]),
     ("--seed", "-5", ["seed", "-5"]),
     ("--log-every", "0", ["log_every", "got 0"]),
-    ("--npe", "lots", ["--npe"]),  # tyro: not an int
+    ("--npe", "lots", ["Error parsing --npe", "'lots'", "synthenv train --help"]),  # tyro: not an int
+    ("--seed", "abc", ["Error parsing --seed", "'abc'"]),
 ])
 def test_train_option_errors(capsys, option, value, words):
     assert_user_error(*run_main(capsys, train_args(**{option: value})), "train", *words)
+
+
+@pytest.mark.parametrize(("argv", "command", "words"), [
+    (["table", "--first-seed", "abc"], "table", ["--first-seed", "'abc'", "(see synthenv table --help)"]),
+    (["table", "--bogus", "3"], "table", ["Unrecognized options: --bogus"]),
+    (["pretrain", "--editor.hidden", "x"], "pretrain", ["--editor.hidden", "'x'"]),
+    (["tabel"], "", ["unknown command 'tabel'", "Did you mean 'table'", "Valid commands:"]),
+    ([], "", ["no command given", "train", "synthenv --help"]),
+    (["--version"], "", ["Unrecognized options: --version", "(see synthenv --help)"]),
+])
+def test_parse_errors_are_one_line(capsys, argv, command, words):
+    """tyro's own refusals (a value of the wrong type, an unknown flag or command) read like synthenv's."""
+    assert_user_error(*run_main(capsys, argv), command, *words)
+
+
+def test_parse_error_box_with_traceback_env(capsys, monkeypatch):
+    """SYNTHENV_TRACEBACK=1 keeps tyro's whole message (its help text for the option) for debugging."""
+    monkeypatch.setenv("SYNTHENV_TRACEBACK", "1")
+    code, err = run_main(capsys, ["table", "--first-seed", "abc"])
+    assert code == 2 and "Argument helptext" in err and "synthenv table: error" not in err
 
 
 def test_train_unwritable_log_dir_and_checkpoint(tmp_path, capsys):

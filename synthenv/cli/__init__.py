@@ -5,9 +5,10 @@ Each command is a frozen dataclass (fields documented, defaults shown in ``--hel
 
 Errors: a mistake the user can fix (a ``synthenv.errors.UserError``, any
 ``ValueError`` or ``TypeError`` from checking options, a path that cannot be read or written)
-prints one line, ``synthenv <command>: error: <message>``, and exits with code 2; tyro's own
-parse errors (an unknown flag, a value of the wrong type, a config that refuses its values)
-exit with 2 as well. Ctrl-C prints one line and exits with 130. Anything else is a bug in
+prints one line, ``synthenv <command>: error: <message>``, and exits with code 2; so do tyro's
+own parse errors (an unknown flag, a value of the wrong type, a missing command): the first
+paragraph of tyro's message box, on one line, with the command whose ``--help`` lists the
+options. Ctrl-C prints one line and exits with 130. Anything else is a bug in
 synthenv and keeps its traceback; ``SYNTHENV_TRACEBACK=1`` shows the traceback of user errors too.
 Under torchrun the lines name the rank (``synthenv train (rank 1): error: ...``), and a rank that
 stops because another failed prints that rank's error in one line and exits with 1.
@@ -15,8 +16,11 @@ stops because another failed prints that rank's error in one line and exits with
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -25,6 +29,7 @@ import tyro
 from synthenv.cli.train import algo_from_argv, command_type
 from synthenv.distributed import EXIT_RANK_FAILED, RankFailed
 from synthenv.errors import USER_ERRORS, describe
+from synthenv.registry import unknown_name_message
 
 # command name -> (module, config class). Each config is a frozen dataclass with run().
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -51,13 +56,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["train"]:  # the chosen algorithm's config fields become options of their own
         configs["train"] = command_type(algo_from_argv(args[1:]))
     command = args[0] if args and args[0] in configs else ""
+    if not args or not (command or args[0].startswith("-")):
+        _report("", unknown_name_message("command", args[0], list(configs)) if args else
+                f"no command given. Valid commands: {', '.join(configs)} (synthenv --help says what each does)")
+        return EXIT_USER_ERROR
     try:
-        config = tyro.extras.subcommand_cli_from_dict(  # building a config checks it: errors are the user's
-            configs,
-            prog="synthenv",
-            description="synthenv: compile, run and score BF programs at scale; train synthesis agents.",
-            args=args,
-        )
+        config = _parse(configs, args)  # building a config checks it: errors are the user's
+        if config is None:
+            return EXIT_USER_ERROR
         return int(config.run() or 0)
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -75,6 +81,50 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _report(command, describe(error))
         return EXIT_RANK_FAILED
+
+
+def _parse(configs: dict, args: list[str]):
+    """The chosen command's config, or None when tyro refused the arguments (said in one line).
+    ``--help``, warnings and errors raised while a config checks itself pass through unchanged;
+    ``SYNTHENV_TRACEBACK=1`` shows tyro's own message box."""
+    command = args[0] if args and args[0] in configs else ""
+    captured, refused = io.StringIO(), False
+    try:
+        with contextlib.redirect_stderr(captured):
+            return tyro.extras.subcommand_cli_from_dict(
+                configs,
+                prog="synthenv",
+                description="synthenv: compile, run and score BF programs at scale; train synthesis agents.",
+                args=args,
+            )
+    except SystemExit as exit_info:
+        if exit_info.code in (0, None) or os.environ.get("SYNTHENV_TRACEBACK"):
+            raise
+        refused = True
+        help_command = f"synthenv {command}".rstrip()
+        _report(command, f"{parse_error_line(captured.getvalue())} (see {help_command} --help)")
+        return None
+    finally:
+        if not refused:
+            sys.stderr.write(captured.getvalue())
+
+
+def parse_error_line(box: str) -> str:
+    """The first paragraph of tyro's error box (its text up to the first rule), on one line.
+
+    >>> parse_error_line("╭─ Value error ──╮\\n│ Error parsing --seed: 'x' │\\n│ ──── │\\n│ Argument helptext: │\\n╰──╯")
+    "Error parsing --seed: 'x'"
+    """
+    text = re.sub(r"\x1b\[[0-9;]*m", "", box)  # colours, should a terminal have asked for them
+    lines = []
+    for line in text.splitlines():
+        line = line.strip().strip("│").strip()
+        if line.startswith(("╭", "╰")) or not line:
+            continue
+        if set(line) <= set("─━ "):
+            break
+        lines.append(line)
+    return " ".join(" ".join(lines).split()) or "the arguments did not parse"
 
 
 def _report(command: str, message: str, prefix: str = "error: ") -> None:
