@@ -56,6 +56,11 @@ class Probes:
     def __len__(self) -> int:
         return self.parents.shape[0]
 
+    def every(self, stride: int) -> Probes:
+        """Every ``stride``-th probe."""
+        return Probes(*(getattr(self, name)[::stride] for name in ("parents", "features", "rewards", "island_best",
+                                                                  "groups")))
+
     @staticmethod
     def join(parts: list[Probes]) -> Probes:
         return Probes(*(torch.cat([getattr(p, name) for p in parts]) for name in

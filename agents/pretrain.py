@@ -1,6 +1,6 @@
 """Pretraining the edit policy across generated tasks (``synthenv pretrain``).
 
-Two kinds of examples, both (parent, its per-case feedback, edits), learned by likelihood:
+Three kinds of examples, each (parent, its per-case feedback, edits), learned by likelihood:
 
 - *repair* (``agents.repair``): each generated training task (``tasks.generated``, the ``train``
   split) comes with a program P that solves it. Corrupt P with 1 .. E random point edits (the agent's
@@ -11,6 +11,10 @@ Two kinds of examples, both (parent, its per-case feedback, edits), learned by l
 - *search experience* (``agents.experience``): the island search runs with random edits on each
   training task, and every random edit that made a new island best is an example: the steps of a
   search, from its fresh start to the solution, where the agent spends its time.
+- *one-edit lookahead* (``agents.lookahead``, ``--lookahead-tasks N``): parents drawn from the island search
+  of each of the first N training tasks, with every single point edit run on the task: the edits that raise a
+  parent's reward are examples. The exact labels of the search's parents, not the one random draw that found an
+  improvement.
 
 After the examples, ``--pg-steps N`` gives the policy N steps of the default agent's own PPO update on its variants
 of parents drawn from searches of the first ``--pg-tasks`` training tasks (``agents.pretrain_pg``): it learns what
@@ -50,6 +54,7 @@ from synthenv.tasks import generated
 
 from .editor import EditorConfig, EditPolicy
 from .experience import Probes, probe_rates, search_experience
+from .lookahead import label, lookahead_examples
 from .feedback import NUM_FEATURES
 from .policy_file import load_policy, policy_path, require_start, save_policy, start_policy
 from .pretrain_pg import policy_gradient
@@ -110,6 +115,9 @@ class PretrainConfig:
     corruptions: int = 32
     """Corrupted copies of each training task's program (each 1 .. max_edits random edits away from it) whose
     repairs are examples (0: none)."""
+    lookahead_tasks: int = 0
+    """How many training tasks (the first ones) give one-edit lookahead examples (agents.lookahead): parents drawn
+    from an island search of each, and the single point edits that raise their reward (0: none)."""
     search_generations: int = 0
     """Generations of the island search on each training task, whose random edits that made a new island best are
     examples (0: none; 150 with --tasks 1000 --corruptions 0 is the search-experience policy of BENCHMARKS.md)."""
@@ -144,16 +152,20 @@ class PretrainConfig:
 
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "tasks", "validation_tasks", "batch_size", "max_len", "pg_tasks")
-        for name in ("search_generations", "corruptions", "steps", "pg_steps"):
+        for name in ("search_generations", "corruptions", "steps", "pg_steps", "lookahead_tasks"):
             require_nonnegative_int(name, getattr(self, name))
+        if self.lookahead_tasks > self.tasks:
+            raise ValueError(f"lookahead_tasks={self.lookahead_tasks} is more than tasks={self.tasks}: the lookahead "
+                             "labels parents of training tasks; lower lookahead_tasks or raise tasks")
         if self.pg_steps and self.pg_tasks > self.tasks:
             raise ValueError(f"pg_tasks={self.pg_tasks} is more than tasks={self.tasks}: the policy-gradient phase "
                              "searches training tasks; lower pg_tasks or raise tasks")
         if not self.steps and not self.pg_steps:
             raise ValueError("pretraining needs steps: set steps (on the examples) or pg_steps (policy gradient) "
                              "above 0")
-        if not self.search_generations and not self.corruptions and self.from_runs is None:
-            raise ValueError("pretraining needs examples: set search_generations or corruptions above 0, or from_runs")
+        if not (self.search_generations or self.corruptions or self.lookahead_tasks) and self.from_runs is None:
+            raise ValueError("pretraining needs examples: set corruptions, lookahead_tasks or search_generations above "
+                             "0, or from_runs")
         require_finite_fields(self, "learning_rate", "pg_learning_rate", low=0.0, low_open=True)
         require_seed("seed", self.seed, allow_none=False)
         require_nonnegative_int("first_task", self.first_task, "a train-split index")
@@ -183,6 +195,8 @@ PROBE_TASKS, PROBE_GENERATIONS = 50, 150
 """The probes of the new-best rate: parents drawn from 150-generation searches of the first 50 validation tasks."""
 VALIDATION_CORRUPTIONS = 8
 """Corrupted copies of each validation task's program, on which the repair rate is measured."""
+VALIDATION_LOOKAHEAD_STRIDE = 4
+"""Every this many probes are labelled by one-edit lookahead for the validation loss (with lookahead_tasks)."""
 RUN_CORRUPTIONS = 32
 """Corrupted copies of each solution that runs found (``from_runs``), whose repairs are examples."""
 
@@ -220,6 +234,12 @@ def pretrain_data(config: PretrainConfig, train_tasks: list, validation_tasks: l
                                        probes_per_generation=0)[0])
         counts["search"] = len(parts[-1])
         log(f"{counts['search']} search examples from {len(train_tasks)} tasks ({time.perf_counter() - start:.0f} s)")
+    if config.lookahead_tasks:
+        parts.append(lookahead_examples(train_tasks[:config.lookahead_tasks], config.seed + 3, evaluator,
+                                        config.max_len, e, generator))
+        counts["lookahead"] = len(parts[-1])
+        log(f"{counts['lookahead']} lookahead examples from {config.lookahead_tasks} tasks "
+            f"({time.perf_counter() - start:.0f} s)")
     if config.from_runs is not None:
         edits, solved = load_runs(config.from_runs, config.max_len)
         runs = ([edits] if edits is not None else []) + \
@@ -235,6 +255,8 @@ def pretrain_data(config: PretrainConfig, train_tasks: list, validation_tasks: l
                                          config.max_len)
     if config.search_generations:
         validation.append(held_out)
+    if config.lookahead_tasks:  # a quarter of the probes, labelled: the loss on parents of tasks never trained on
+        validation.append(label(probes.every(VALIDATION_LOOKAHEAD_STRIDE), validation_tasks, evaluator, e, generator))
     log(f"{len(probes)} probes from searches of {min(PROBE_TASKS, len(validation_tasks))} validation tasks "
         f"({time.perf_counter() - start:.0f} s)")
     return PretrainData(RepairSet.join(parts), RepairSet.join(validation or [repairs]), repairs, probes, counts)
@@ -270,6 +292,7 @@ def pretrain(config: PretrainConfig, log=print) -> dict:
     rates = judge(policy, data, validation_tasks, generator, evaluator, config.max_len, log)
     card = {"data": {"split": "train", "tasks": [config.first_task, config.first_task + config.tasks],
                      "search_generations": config.search_generations, "corruptions": config.corruptions,
+                     "lookahead_tasks": config.lookahead_tasks,
                      "examples": len(data.train), **{f"{k}_examples": v for k, v in data.counts.items()}},
             "validation": {"tasks": [config.first_task + config.tasks,
                                      config.first_task + config.tasks + config.validation_tasks],

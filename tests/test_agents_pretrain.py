@@ -87,20 +87,20 @@ def test_pretraining_lowers_the_repair_loss_on_tasks_it_never_saw():
 
 def test_pretrain_writes_a_policy_file_with_its_card_and_an_agent_starts_from_it(tmp_path):
     out = tmp_path / "policy.pt"
-    config = PretrainConfig(tasks=12, validation_tasks=4, search_generations=6, corruptions=4, steps=20,
-                            batch_size=64, pg_steps=3, pg_tasks=2, out=str(out))
+    config = PretrainConfig(tasks=12, validation_tasks=4, search_generations=6, corruptions=4, lookahead_tasks=1,
+                            steps=20, batch_size=64, pg_steps=3, pg_tasks=2, out=str(out))
     lines = []
     card = pretrain(config, log=lines.append)
     assert out.exists() and any("repair rate with 16 variants" in line for line in lines)
     assert any(line.startswith("new-best rate on") for line in lines)
     loaded = load_policy(out)
     assert loaded.card["command"] == ("synthenv pretrain --tasks 12 --validation-tasks 4 --corruptions 4 "
-                                      f"--search-generations 6 --steps 20 --batch-size 64 --pg-steps 3 --pg-tasks 2 "
+                                      f"--lookahead-tasks 1 --search-generations 6 --steps 20 --batch-size 64 --pg-steps 3 --pg-tasks 2 "
                                       f"--out {out}")
     assert card["data"]["tasks"] == [0, 12] and card["validation"]["tasks"] == [12, 16]
     data = card["data"]
-    assert data["repair_examples"] > 0 and data["search_examples"] > 0
-    assert data["examples"] == data["repair_examples"] + data["search_examples"]
+    assert data["repair_examples"] > 0 and data["search_examples"] > 0 and data["lookahead_examples"] > 0
+    assert data["examples"] == data["repair_examples"] + data["search_examples"] + data["lookahead_examples"]
     for kind in ("new_best_rate", "step_limit_rate"):
         assert set(card["validation"][kind]) == {"random", *(f"policy at temperature {t}" for t in JUDGED_TEMPERATURES)}
     assert card["policy_gradient"]["steps"] == 3 and card["policy_gradient"]["tasks"] == [0, 2]
