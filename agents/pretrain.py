@@ -54,8 +54,8 @@ from synthenv.tasks import generated
 
 from .editor import EditorConfig, EditPolicy
 from .experience import Probes, probe_rates, search_experience
-from .lookahead import label, lookahead_examples
 from .feedback import NUM_FEATURES
+from .lookahead import label, lookahead_examples
 from .policy_file import load_policy, policy_path, require_start, save_policy, start_policy
 from .pretrain_pg import policy_gradient
 from .repair import RepairSet, repair_loss, repair_rate, repair_set
