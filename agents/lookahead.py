@@ -52,7 +52,7 @@ def single_edits(parents: torch.Tensor, max_edits: int) -> tuple[torch.Tensor, E
     >>> len(owners), edits.positions[:, 0].max().item(), int(edits.active.sum())   # 17 at 0, 8 appends at 1
     (25, 1, 25)
     """
-    n, width = parents.shape
+    width = parents.shape[1]
     lengths = program_lengths(parents)  # [N]
     per_position = len(_KINDS)
     positions = torch.arange(width + 1).repeat_interleave(per_position)  # [(L + 1) 17]
