@@ -4,8 +4,8 @@ A parent of ``n`` tokens has ``17 n + 8`` single point edits (a substitution or 
 commands at each position, a deletion at each, and 8 appends). Running all of them is cheap for the env (a few
 thousand programs a parent), and it labels the parent exactly: these edits raise its reward, the others do not.
 The edit policy learns them by likelihood, so it learns the distribution of a one-step lookahead expert given the
-parent and its feedback (expert iteration with the cheapest expert there is). Random mutation writes such an edit
-on about one try in three hundred; on parents drawn from searches most of those it finds are small changes of a
+parent and its feedback (expert iteration with the cheapest expert there is). A uniform single edit improves a
+parent drawn from a search about one time in three hundred, and about half of the improving edits change a
 constant (a ``+`` or ``-`` beside others), which the policy learns to read from the program around them.
 
 The parents are those the island search draws (``agents.experience``: random edits and crossover, the default
