@@ -18,6 +18,7 @@ by the share that never halt (``charts/step_limit_rate_*``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -58,13 +59,14 @@ class Probes:
 
     def every(self, stride: int) -> Probes:
         """Every ``stride``-th probe."""
-        return Probes(*(getattr(self, name)[::stride] for name in ("parents", "features", "rewards", "island_best",
-                                                                  "groups")))
+        return Probes(*(getattr(self, name)[::stride] for name in _PROBE_FIELDS))
 
     @staticmethod
     def join(parts: list[Probes]) -> Probes:
-        return Probes(*(torch.cat([getattr(p, name) for p in parts]) for name in
-                        ("parents", "features", "rewards", "island_best", "groups")))
+        return Probes(*(torch.cat([getattr(p, name) for p in parts]) for name in _PROBE_FIELDS))
+
+
+_PROBE_FIELDS = tuple(f.name for f in dataclasses.fields(Probes))
 
 
 def search_config(config: PPOConfig | None = None) -> PPOConfig:

@@ -24,6 +24,7 @@ from synthenv.pipeline import Evaluator
 from synthenv.tasks import Task
 
 from .experience import Probes, search_experience
+from .operators import EDIT_FIELDS
 from .repair import RepairSet, run_outcomes
 from .rows import program_lengths
 from .variation import DELETE, INSERT, NUM_COMMANDS, SUBSTITUTE, Edits, apply_edits
@@ -79,15 +80,13 @@ def label(parents: Probes, tasks: Sequence[tuple[Task, str]], evaluator: Evaluat
         for chunk in rows.split(CHUNK):
             tokens = parents.parents[chunk]
             owners, edits = single_edits(tokens, max_edits)
-            children = apply_edits(tokens[owners][None], Edits(*(x[None] for x in (
-                edits.positions, edits.kinds, edits.tokens, edits.active))))[0]
+            children = apply_edits(tokens[owners][None], Edits(*(getattr(edits, n)[None] for n in EDIT_FIELDS)))[0]
             rewards, _ = run_outcomes(evaluator, children, task)
             better = rewards > parents.rewards[chunk][owners]  # sync point (below): data collection
             keep = _at_most(owners, better, per_parent, generator)
             picked = chunk[owners[keep]]
             parts.append(RepairSet(parents.parents[picked], parents.features[picked],
-                                   Edits(edits.positions[keep], edits.kinds[keep], edits.tokens[keep],
-                                         edits.active[keep]), parents.groups[picked]))
+                                   Edits(*(getattr(edits, n)[keep] for n in EDIT_FIELDS)), parents.groups[picked]))
     return RepairSet.join(parts)
 
 

@@ -71,7 +71,9 @@ def parents():
 
 def _gains(code: str, task, width: int) -> list[tuple[str, float]]:
     """Each point edit of ``code`` with the change of reward it makes on ``task``, by the reference interpreter."""
-    reward = lambda program: reference.score_program(program, task.cases, task.base, task.max_steps).reward  # noqa: E731
+    def reward(program: str) -> float:
+        return reference.score_program(program, task.cases, task.base, task.max_steps).reward
+
     own = reward(code)
     return [(child, reward(child) - own) for child in _every_point_edit(code, width)]
 
@@ -84,14 +86,14 @@ def test_the_examples_are_exactly_the_edits_that_improve_their_parent_by_the_ref
     found = Counter(zip(examples.groups.tolist(), decode_batch(examples.parents),
                         _children(examples.parents, torch.arange(len(examples)), examples.edits)))
     improving = 0
-    for group, code in zip(probes.groups.tolist(), decode_batch(probes.parents)):
-        copies = sum(1 for g, other in zip(probes.groups.tolist(), decode_batch(probes.parents))
-                     if (g, other) == (group, code))
-        for child, gain in _gains(code, pairs[group][0], 16):
+    for (group, code), copies in Counter(zip(probes.groups.tolist(), decode_batch(probes.parents))).items():
+        gains = _gains(code, pairs[group][0], 16)
+        edits_to = Counter(child for child, _ in gains)  # distinct edits that write the same child
+        for child, gain in gains:
             mine = found[(group, code, child)]
             if gain > 1e-6:
                 improving += 1
-                assert mine == copies * sum(1 for c, g in _gains(code, pairs[group][0], 16) if c == child), child
+                assert mine == copies * edits_to[child], child
             elif gain < -1e-6 or gain == 0:
                 assert mine == 0, (code, child, gain)
     assert improving >= 20  # the check saw edits that improve their parent
@@ -104,8 +106,11 @@ def test_at_most_per_parent_examples_are_drawn_from_its_improving_edits(parents)
     every = label(probes, pairs, Evaluator.create(), 3, torch.Generator().manual_seed(0), per_parent=10**6)
     few = label(probes, pairs, Evaluator.create(), 3, torch.Generator().manual_seed(0), per_parent=2)
     assert 0 < len(few) < len(every)
-    key = lambda s, i: (tuple(s.parents[i].tolist()), int(s.edits.positions[i, 0]), int(s.edits.kinds[i, 0]),  # noqa: E731
-                        int(s.edits.tokens[i, 0]))
+
+    def key(s, i):
+        return tuple(s.parents[i].tolist()), int(s.edits.positions[i, 0]), int(s.edits.kinds[i, 0]), \
+            int(s.edits.tokens[i, 0])
+
     allowed = {key(every, i) for i in range(len(every))}
     per_parent: dict = {}
     for i in range(len(few)):

@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"no command given. Valid commands: {', '.join(configs)} (synthenv --help says what each does)")
         return EXIT_USER_ERROR
     try:
-        config = _parse(configs, args)  # building a config checks it: errors are the user's
+        config = _parse(configs, args, command)  # building a config checks it: errors are the user's
         if config is None:
             return EXIT_USER_ERROR
         return int(config.run() or 0)
@@ -83,11 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_RANK_FAILED
 
 
-def _parse(configs: dict, args: list[str]):
-    """The chosen command's config, or None when tyro refused the arguments (said in one line).
-    ``--help``, warnings and errors raised while a config checks itself pass through unchanged;
+def _parse(configs: dict, args: list[str], command: str):
+    """The config of ``command`` (``""``: none named yet), or None when tyro refused the arguments (said in one
+    line). ``--help``, warnings and errors raised while a config checks itself pass through unchanged;
     ``SYNTHENV_TRACEBACK=1`` shows tyro's own message box."""
-    command = args[0] if args and args[0] in configs else ""
     captured, refused = io.StringIO(), False
     try:
         with contextlib.redirect_stderr(captured):
