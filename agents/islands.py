@@ -15,6 +15,7 @@ Everything is fixed-shape tensor code: no Python loop over islands or programs, 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 import torch
 
@@ -43,9 +44,10 @@ class Islands:
     """
 
     def __init__(self, generators: list[torch.Generator], num_islands: int, island_size: int, max_len: int,
-                 initial_length: int, num_features: int):
-        """The islands start with fresh programs drawn from ``generators`` (one per member)."""
-        self.num_islands, self.island_size = num_islands, island_size
+                 initial_length: int, num_features: int, fresh: Callable = random_programs):
+        """The islands start with fresh programs drawn from ``generators`` (one per member) by ``fresh`` (with
+        ``random_programs``' arguments: uniform random programs, or a prior's, ``program_prior.PriorPrograms``)."""
+        self.num_islands, self.island_size, self.fresh_programs = num_islands, island_size, fresh
         self.max_len, self.initial_length = max_len, initial_length
         device = generators[0].device
         s = len(generators)
@@ -58,8 +60,8 @@ class Islands:
         self.restarts = torch.zeros(s, dtype=torch.int64, device=device)
 
     def fresh(self, generators: list[torch.Generator]) -> torch.Tensor:
-        """``[S, G, M, L]`` fresh random programs of 1 .. ``initial_length`` commands, one member per generator."""
-        return random_programs(generators, (self.num_islands, self.island_size), self.max_len, self.initial_length,
+        """``[S, G, M, L]`` fresh programs of 1 .. ``initial_length`` commands, one member per generator."""
+        return self.fresh_programs(generators, (self.num_islands, self.island_size), self.max_len, self.initial_length,
                                generators[0].device)
 
     def sample_parents(self, generators: list[torch.Generator], count: int):

@@ -18,6 +18,7 @@ islands when that count passes its patience.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -60,7 +61,7 @@ class MutationSearch:
 
     ``keep_features``: the elite also keeps each program's feedback features (``agents.feedback``),
     for an agent that reads them (the default agent's seeded islands); ``uses_features`` then asks
-    the trainer for them every step.
+    the trainer for them every step. ``fresh`` draws the first generation (``random_programs``' arguments).
 
     >>> search = MutationSearch(MutationConfig(batch_size=8, elite=2), seeds=(0,), max_len=6,
     ...                         device=torch.device("cpu"))
@@ -69,7 +70,7 @@ class MutationSearch:
     """
 
     def __init__(self, config: MutationConfig, seeds: tuple[int, ...], max_len: int, device: torch.device,
-                 keep_features: bool = False):
+                 keep_features: bool = False, fresh: Callable = random_programs):
         self.config, self.max_len, self.device = config, max_len, device
         self.programs_per_step = config.batch_size
         self.uses_features = keep_features
@@ -77,7 +78,7 @@ class MutationSearch:
         s = len(seeds)
         self.elite = ProgramQueue(s, config.elite, max_len, device,
                                   extras={"features": ((NUM_FEATURES,), torch.float32)} if keep_features else None)
-        self.children = random_programs(self.generators, (config.batch_size,), max_len, config.initial_length, device)
+        self.children = fresh(self.generators, (config.batch_size,), max_len, config.initial_length, device)
         self.elite_score = torch.full((s,), EMPTY, dtype=torch.float64, device=device)  # [S] the elite's reward sum
         self.stale = torch.zeros(s, dtype=torch.int64, device=device)  # [S] generations the elite has not changed
         self.stepping = [True] * s  # on the host: the members that write programs at the next propose

@@ -17,6 +17,9 @@ Batched over S members (seeds), built from parts, each one click away:
 - **the learner** (``agents.learner``): the edit policy (``agents.editor``) reads a parent and its
   per-case test feedback and writes edits; it learns by PPO on its variants' gains over their parents
   and by imitation of a queue of the best improving edits found by any operator.
+- **fresh programs** (the elitist phase's first generation, the islands' start and restarts): uniform random
+  commands, or with ``fresh='prior'`` samples of a Markov model of generated training tasks' solutions
+  (``agents.program_prior``).
 
 The trainer's schedule shares the job's time between members (``generation_costs``, ``set_stepping``):
 a member past its elitist phase costs ``islands_every`` elitist generations, so while some member is
@@ -49,6 +52,7 @@ from .operators import EDIT_FIELDS, Members
 from .policy_file import save_policy
 from .ppo_config import PPOConfig
 from .priority_queue import EMPTY, ProgramQueue
+from .program_prior import prior_programs
 from .run_data import save_run_data
 from .variation import random_programs
 
@@ -70,12 +74,14 @@ class PPO:
         self.seeds = tuple(int(seed) for seed in seeds)
         self.programs_per_step = config.batch_size
         s = len(seeds)
+        self.fresh = prior_programs(min(config.initial_length, max_len)) if config.fresh == "prior" else random_programs
         self.search = MutationSearch(MutationConfig(config.batch_size, config.queue_size, config.max_edits,
                                                     config.initial_length), seeds, max_len, device,
-                                     keep_features=config.seeded_islands > 0 or config.elite_fraction > 0)
+                                     keep_features=config.seeded_islands > 0 or config.elite_fraction > 0,
+                                     fresh=self.fresh)
         self.generators = member_generators(seeds, device)  # the islands', the operators' and the learner's
         self.islands = Islands(self.generators, config.islands, config.island_size, max_len, config.initial_length,
-                               NUM_FEATURES)
+                               NUM_FEATURES, self.fresh)
         self.learner = EditLearner(config, self.generators, max_len, device)  # drawn even without policy children
         self.island_search = IslandSearch(config, self.learner.policy)
         self.elitist = [config.elitist] * s  # on the host: members still in their elitist phase
@@ -219,7 +225,7 @@ class PPO:
         generator = self.generators[member]
         seed = np.random.SeedSequence([self.seeds[member], self.generations[member]]).generate_state(1)[0]
         generator.manual_seed(int(seed))
-        tokens = random_programs([generator], (g, m), self.max_len, config.initial_length, device)[0]  # [G, M, L]
+        tokens = self.fresh([generator], (g, m), self.max_len, config.initial_length, device)[0]  # [G, M, L]
         rewards = torch.full((g, m), EMPTY, dtype=torch.float32, device=device)
         features = torch.zeros((g, m, NUM_FEATURES), dtype=torch.float32, device=device)
         hashes = torch.zeros((g, m), dtype=torch.int64, device=device)

@@ -53,7 +53,10 @@ class PPOConfig:
     """Break ties between equally rewarded programs at random, so that neutral variants can replace
     their parents and an island drifts across a plateau (False: the older program keeps its place)."""
     initial_length: int = 20
-    """Fresh programs (the start, restarts) are uniform random programs of 1 .. initial_length commands."""
+    """Fresh programs (the start, restarts) have 1 .. initial_length commands."""
+    fresh: str = "uniform"
+    """Where fresh programs come from: 'uniform' (uniform random commands) or 'prior' (samples of a Markov model
+    of generated training tasks' solutions, agents.program_prior: BF's idioms, loops balanced)."""
     max_edits: int = 3
     """E, a variant makes 1 .. max_edits point edits (random variants: uniform; policy: learned)."""
     splice_fraction: float = 0.1
@@ -135,6 +138,8 @@ class PPOConfig:
                               low_open=True)
         require_finite_fields(self, "pg_weight", "queue_weight", "entropy_coef", low=0.0)
         require_start("policy", self.policy)
+        if self.fresh not in ("uniform", "prior"):
+            raise ValueError(f"fresh must be 'uniform' or 'prior', got {self.fresh!r}")
         if self.editor.max_edits != self.max_edits:
             object.__setattr__(self, "editor", dataclasses.replace(self.editor, max_edits=self.max_edits))
 

@@ -61,7 +61,7 @@ def main(args: Args) -> dict:
         tasks.register(make_task(name, getattr(args, role)), overwrite=True)
     config = agents.PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, elitist=False,
                               update_every=2, policy=args.start)
-    job = dict(algo="ppo", log_dir=None, progress=False)
+    job = {"algo": "ppo", "log_dir": None, "progress": False}
     npe = {}
     with tempfile.TemporaryDirectory() as folder:
         starts = {}

@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compiler-report": ("synthenv.cli.compiler_report", "CompilerReportCommand"),
     "train": ("synthenv.cli.train", "TrainCommand"),
     "pretrain": ("synthenv.cli.pretrain", "PretrainCommand"),
+    "fit-prior": ("synthenv.cli.fit_prior", "FitPriorCommand"),
     "table": ("synthenv.cli.table", "TableCommand"),
     "bench-agents": ("synthenv.cli.bench_agents", "BenchAgentsCommand"),
     "doctor": ("synthenv.cli.doctor", "DoctorCommand"),

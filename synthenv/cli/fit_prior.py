@@ -1,0 +1,29 @@
+"""``synthenv fit-prior``: fit the program prior that the default agent's fresh programs come from.
+
+``ppo:fresh=prior`` (``synthenv train --fresh prior``) draws the programs its searches start and restart from a
+Markov model of generated training tasks' solutions (``agents.program_prior``) instead of uniform random commands.
+The one shipped in the package is this command's output with its defaults (BENCHMARKS.md names it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated
+
+import tyro
+
+from synthenv.agents.program_prior import PriorConfig, fit_prior
+from synthenv.checks import require_writable
+
+
+@dataclass(frozen=True)
+class FitPriorCommand:
+    """Fit the program prior (a Markov model of generated training tasks' solutions); write it with its card."""
+
+    config: Annotated[PriorConfig, tyro.conf.arg(name="")] = field(default_factory=PriorConfig)
+    """The fit (its fields are options of their own)."""
+
+    def run(self) -> int:
+        require_writable(self.config.out, "prior file (--out)")
+        fit_prior(self.config, log=lambda line: print(line, flush=True))
+        return 0
