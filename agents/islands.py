@@ -61,8 +61,8 @@ class Islands:
 
     def fresh(self, generators: list[torch.Generator]) -> torch.Tensor:
         """``[S, G, M, L]`` fresh programs of 1 .. ``initial_length`` commands, one member per generator."""
-        return self.fresh_programs(generators, (self.num_islands, self.island_size), self.max_len, self.initial_length,
-                               generators[0].device)
+        return self.fresh_programs(generators, (self.num_islands, self.island_size), self.max_len,
+                                   self.initial_length, generators[0].device)
 
     def sample_parents(self, generators: list[torch.Generator], count: int):
         """``count`` parents per island, uniform over its M programs (with replacement).

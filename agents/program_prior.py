@@ -10,7 +10,8 @@ its longest closes its open loops.
 
 >>> from synthenv.language import decode_batch
 >>> prior = ProgramPrior.fit([",[.,]", ",[->+<]>."])
->>> programs = prior.sample([torch.Generator().manual_seed(0)], (4,), max_len=12, longest=10, device=torch.device("cpu"))
+>>> generators = [torch.Generator().manual_seed(0)]
+>>> programs = prior.sample(generators, (4,), max_len=12, longest=10, device=torch.device("cpu"))
 >>> tuple(programs.shape), decode_batch(programs[0])
 ((1, 4, 12), [',[+<]>..+-', ',[><+[].<]', ',[-]+-,', ',.><>'])
 """
@@ -38,6 +39,8 @@ END = EOS
 START = len(COMMANDS) + 1
 """The context symbol before a program's first command."""
 OPEN, CLOSE = 1 + COMMANDS.index("["), 1 + COMMANDS.index("]")
+MAX_ORDER = 4
+"""The longest context a prior may have (its table has 10 ** order rows)."""
 FORMAT, VERSION = "synthenv-program-prior", 1
 SHIPPED = Path(__file__).resolve().parent / "program_prior.pt"
 """The prior shipped in the package (BENCHMARKS.md: the command that reproduces it)."""
@@ -60,8 +63,8 @@ class ProgramPrior:
         """Counts of each symbol after each context in ``programs`` (each followed by its end), plus ``smoothing``,
         normalised: with ``smoothing > 0`` every command stays possible after every context; a context never seen
         without smoothing is uniform."""
-        if not isinstance(order, int) or order < 1:
-            raise ValueError(f"order must be a positive int (symbols of context), got {order!r}")
+        if not isinstance(order, int) or not 1 <= order <= MAX_ORDER:
+            raise ValueError(f"order must be an int in 1..{MAX_ORDER} (commands of context), got {order!r}")
         if not smoothing >= 0:
             raise ValueError(f"smoothing must be a count >= 0 added to every symbol after every context, got "
                              f"{smoothing!r}")
@@ -112,7 +115,8 @@ class PriorPrograms:
     and each fresh program is a uniform pick from it, member s's picks from ``generators[s]`` only."""
 
     def __init__(self, prior: ProgramPrior, longest: int, size: int = 16384, seed: int = 0):
-        self.pool = prior.sample([torch.Generator().manual_seed(seed)], (size,), longest, longest, torch.device("cpu"))[0]
+        generator = torch.Generator().manual_seed(seed)
+        self.pool = prior.sample([generator], (size,), longest, longest, torch.device("cpu"))[0]
         self._on: dict[torch.device, torch.Tensor] = {}
 
     def __call__(self, generators: list[torch.Generator], shape: tuple[int, ...], max_len: int, longest: int,
@@ -143,7 +147,7 @@ def load_prior(path: str | os.PathLike = SHIPPED) -> tuple[ProgramPrior, dict]:
         raise CheckpointError(f"{str(path)!r} is not a synthenv program-prior file (version {VERSION}); {fix}")
     try:
         return ProgramPrior(state["probs"]), dict(state.get("card", {}))
-    except (ValueError, AttributeError) as error:
+    except (ValueError, AttributeError, TypeError) as error:
         raise CheckpointError(f"{str(path)!r} holds no prior this synthenv reads ({error}); {fix}") from None
 
 
@@ -160,7 +164,7 @@ class PriorConfig:
     tasks: int = 2000
     """Generated training tasks 0 .. tasks - 1 whose solutions are counted."""
     order: int = 2
-    """Commands of context."""
+    """Commands of context (1 .. 4)."""
     smoothing: float = 0.1
     """Count added to every symbol after every context (> 0: every command stays possible)."""
     out: str = "runs/program_prior.pt"
@@ -168,6 +172,8 @@ class PriorConfig:
 
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "tasks", "order")
+        if self.order > MAX_ORDER:
+            raise ValueError(f"order must be at most {MAX_ORDER} (commands of context), got {self.order}")
         require_finite_fields(self, "smoothing", low=0.0)
 
 

@@ -113,3 +113,11 @@ def test_the_shipped_prior_is_what_its_card_command_writes():
     shipped, card = load_prior()
     assert card["command"] == "synthenv fit-prior --tasks 2000 --order 2 --smoothing 0.1 --out agents/program_prior.pt"
     assert torch.equal(shipped.probs, generated_prior(2000, 2, 0.1).probs)
+
+
+def test_fit_prior_refuses_a_bad_setting_in_one_line_and_writes_nothing(tmp_path, capsys):
+    for args in (["--order", "5"], ["--smoothing", "-1"], ["--tasks", "x"]):
+        assert main(["fit-prior", *args, "--out", str(tmp_path / "p.pt")]) == 2
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1 and not (tmp_path / "p.pt").exists()
+    with pytest.raises(ValueError, match="order must be an int in 1..4"):
+        ProgramPrior.fit(["+."], order=5)
