@@ -1,10 +1,11 @@
-"""synthenv's default agent: an island search with an elitist warm start and a PPO-trained edit operator.
+"""synthenv's default agent: an island search with an elitist warm start, a learned program prior and a PPO-trained
+edit operator.
 
 Batched over S members (seeds), built from parts, each one click away:
 
 - **the elitist phase** (``agents.mutation``): each member starts as the mutation baseline's search
-  (random variants of its queue of best programs; with the same seed, the very programs the baseline
-  writes), which solves the easy tasks fastest. The search's elite is the member's *queue* throughout:
+  (random variants of its queue of best programs; with ``fresh='uniform'`` and the same seed, the very
+  programs the baseline writes), which solves the easy tasks fastest. The search's elite is the member's *queue* throughout:
   after the hand-over it keeps the best programs of all its islands, their crossover mates.
 - **the hand-over**: when a member's queue has not changed for ``elitist_patience`` generations (the
   baseline has frozen: from then on it draws from the same distribution of children forever), the
@@ -17,9 +18,9 @@ Batched over S members (seeds), built from parts, each one click away:
 - **the learner** (``agents.learner``): the edit policy (``agents.editor``) reads a parent and its
   per-case test feedback and writes edits; it learns by PPO on its variants' gains over their parents
   and by imitation of a queue of the best improving edits found by any operator.
-- **fresh programs** (the elitist phase's first generation, the islands' start and restarts): uniform random
-  commands, or with ``fresh='prior'`` samples of a Markov model of generated training tasks' solutions
-  (``agents.program_prior``).
+- **fresh programs** (the elitist phase's first generation, the islands' start and restarts): samples of a
+  Markov model of generated training tasks' solutions (``agents.program_prior``), or with
+  ``fresh='uniform'`` uniform random commands.
 
 The trainer's schedule shares the job's time between members (``generation_costs``, ``set_stepping``):
 a member past its elitist phase costs ``islands_every`` elitist generations, so while some member is

@@ -54,9 +54,9 @@ class PPOConfig:
     their parents and an island drifts across a plateau (False: the older program keeps its place)."""
     initial_length: int = 20
     """Fresh programs (the start, restarts) have 1 .. initial_length commands."""
-    fresh: str = "uniform"
-    """Where fresh programs come from: 'uniform' (uniform random commands) or 'prior' (samples of a Markov model
-    of generated training tasks' solutions, agents.program_prior: BF's idioms, loops balanced)."""
+    fresh: str = "prior"
+    """Where fresh programs come from: 'prior' (samples of a Markov model of generated training tasks' solutions,
+    agents.program_prior: BF's idioms, loops balanced) or 'uniform' (uniform random commands)."""
     max_edits: int = 3
     """E, a variant makes 1 .. max_edits point edits (random variants: uniform; policy: learned)."""
     splice_fraction: float = 0.1

@@ -46,6 +46,12 @@ SHIPPED = Path(__file__).resolve().parent / "program_prior.pt"
 """The prior shipped in the package (BENCHMARKS.md: the command that reproduces it)."""
 
 
+def check_order(order: int) -> None:
+    """Refuse a context length outside 1 .. ``MAX_ORDER``, naming the range."""
+    if not isinstance(order, int) or isinstance(order, bool) or not 1 <= order <= MAX_ORDER:
+        raise ValueError(f"order must be an int in 1..{MAX_ORDER} (commands of context), got {order!r}")
+
+
 class ProgramPrior:
     """An order-``order`` Markov model over commands and the end: ``probs[context] -> [9]``."""
 
@@ -63,8 +69,7 @@ class ProgramPrior:
         """Counts of each symbol after each context in ``programs`` (each followed by its end), plus ``smoothing``,
         normalised: with ``smoothing > 0`` every command stays possible after every context; a context never seen
         without smoothing is uniform."""
-        if not isinstance(order, int) or not 1 <= order <= MAX_ORDER:
-            raise ValueError(f"order must be an int in 1..{MAX_ORDER} (commands of context), got {order!r}")
+        check_order(order)
         if not smoothing >= 0:
             raise ValueError(f"smoothing must be a count >= 0 added to every symbol after every context, got "
                              f"{smoothing!r}")
@@ -171,9 +176,8 @@ class PriorConfig:
     """Where the prior is written."""
 
     def __post_init__(self) -> None:
-        require_positive_int_fields(self, "tasks", "order")
-        if self.order > MAX_ORDER:
-            raise ValueError(f"order must be at most {MAX_ORDER} (commands of context), got {self.order}")
+        require_positive_int_fields(self, "tasks")
+        check_order(self.order)
         require_finite_fields(self, "smoothing", low=0.0)
 
 

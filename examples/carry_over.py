@@ -7,7 +7,7 @@ saves the fine-tuned policy and ``PPOConfig(policy=PATH)`` starts the next run f
 from three starts: the policy fine-tuned on the first task, one fine-tuned alike on an unrelated task
 (subtract 5), and the policy both started from. It prints the programs each run executed until it solved.
 
-    python examples/carry_over.py                      # from random weights: the carried policy needs about half
+    python examples/carry_over.py                      # from random weights: the carried policy needs about 0.6x
     python examples/carry_over.py --start pretrained   # from the shipped policy, which already adds and subtracts
 
 Every task is given by the program that defines it (its outputs on 10 drawn inputs are the expected outputs).

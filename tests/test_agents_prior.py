@@ -1,5 +1,5 @@
 """The program prior (``agents.program_prior``): its probabilities are the counts it was fitted on, its samples are
-balanced programs of the right lengths drawn member by member, ``fresh='prior'`` starts the default agent's
+balanced programs of the right lengths drawn member by member, ``fresh='prior'`` (the default) starts the agent's
 searches from them, and prior files are untrusted data that ``synthenv fit-prior`` writes."""
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ def test_each_member_draws_from_its_own_generator_only():
     assert picks.shape == (2, 40, 12) and set(decode_batch(picks.flatten(0, 1))) <= set(decode_batch(pool.pool))
 
 
-def test_the_default_agent_starts_from_the_prior_pool_when_asked():
-    config = PPOConfig(batch_size=64, islands=2, island_size=4, queue_size=4, variants_per_parent=1, fresh="prior")
+def test_the_default_agent_starts_from_the_prior_pool_and_uniform_starts_elsewhere():
+    config = PPOConfig(batch_size=64, islands=2, island_size=4, queue_size=4, variants_per_parent=1)  # the default
     agent = PPO(config, seeds=(0, 1), max_len=24, device=CPU)
     pool = set(decode_batch(agent.fresh.pool))
     first = decode_batch(agent.propose().flatten(0, 1))  # the elitist phase's first generation
@@ -116,7 +116,7 @@ def test_the_shipped_prior_is_what_its_card_command_writes():
 
 
 def test_fit_prior_refuses_a_bad_setting_in_one_line_and_writes_nothing(tmp_path, capsys):
-    for args in (["--order", "5"], ["--smoothing", "-1"], ["--tasks", "x"]):
+    for args in (["--order", "5"], ["--order", "0"], ["--smoothing", "-1"], ["--tasks", "x"]):
         assert main(["fit-prior", *args, "--out", str(tmp_path / "p.pt")]) == 2
         assert len(capsys.readouterr().err.strip().splitlines()) == 1 and not (tmp_path / "p.pt").exists()
     with pytest.raises(ValueError, match="order must be an int in 1..4"):

@@ -1,7 +1,7 @@
 """``synthenv fit-prior``: fit the program prior that the default agent's fresh programs come from.
 
-``ppo:fresh=prior`` (``synthenv train --fresh prior``) draws the programs its searches start and restart from a
-Markov model of generated training tasks' solutions (``agents.program_prior``) instead of uniform random commands.
+The default agent draws the programs its searches start and restart from a Markov model of generated training
+tasks' solutions (``agents.program_prior``; ``synthenv train --fresh uniform``: uniform random commands instead).
 The one shipped in the package is this command's output with its defaults (BENCHMARKS.md names it).
 """
 
