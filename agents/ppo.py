@@ -5,8 +5,8 @@ Batched over S members (seeds), built from parts, each one click away:
 
 - **the elitist phase** (``agents.mutation``): each member starts as the mutation baseline's search
   (random variants of its queue of best programs; with ``fresh='uniform'`` and the same seed, the very
-  programs the baseline writes), which solves the easy tasks fastest. The search's elite is the member's *queue* throughout:
-  after the hand-over it keeps the best programs of all its islands, their crossover mates.
+  programs the baseline writes), which solves the easy tasks fastest. The search's elite is the member's
+  *queue* throughout: after the hand-over it keeps the best programs of all its islands, their crossover mates.
 - **the hand-over**: when a member's queue has not changed for ``elitist_patience`` generations (the
   baseline has frozen: from then on it draws from the same distribution of children forever), the
   member hands over to its islands (checked every ``HANDOVER_CHECK_EVERY`` steps of the job, the one

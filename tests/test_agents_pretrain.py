@@ -259,10 +259,11 @@ def test_a_fine_tuned_policy_is_saved_and_starts_the_next_run(tmp_path):
 
 
 def test_policy_out_saves_the_seed_fine_tuned_most_and_warns_when_none_was(tmp_path):
-    """A seed that solves in its elitist phase never updates its policy. On print-hello seed 0 solves first, in
-    its elitist phase; seed 1 solves later, after its islands' policy learned: seed 1's policy is saved. On echo
-    both seeds solve in their elitist phase: the file is the start policy, and a warning says so."""
-    config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, update_every=2)
+    """A seed that solves in its elitist phase never updates its policy. On print-hello (uniform fresh programs)
+    seed 0 solves first, in its elitist phase; seed 1 solves later, after its islands' policy learned: seed 1's
+    policy is saved. On echo both seeds solve in their elitist phase: the file is the start policy, and a warning
+    says so."""
+    config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, update_every=2, fresh="uniform")
     job = dict(algo="ppo", algo_config=config, npe=256 * 400, seeds=(0, 1), log_dir=None, progress=False)
     trainer = Trainer(TrainConfig(task="print-hello", policy_out=str(tmp_path / "tuned.pt"), **job))
     first, second = trainer.run()
