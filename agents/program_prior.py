@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from synthenv.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from synthenv.checks import require_finite_fields, require_positive_int_fields
+from synthenv.checks import require_finite, require_finite_fields, require_positive_int_fields
 from synthenv.language import COMMANDS, EOS
 from synthenv.tasks import generated
 
@@ -70,9 +70,7 @@ class ProgramPrior:
         normalised: with ``smoothing > 0`` every command stays possible after every context; a context never seen
         without smoothing is uniform."""
         check_order(order)
-        if not smoothing >= 0:
-            raise ValueError(f"smoothing must be a count >= 0 added to every symbol after every context, got "
-                             f"{smoothing!r}")
+        require_finite("smoothing", smoothing, low=0.0)
         counts = torch.full((START + 1,) * order + (START,), float(smoothing), dtype=torch.float64)
         for program in programs:
             symbols = [START] * order + [1 + COMMANDS.index(c) for c in program] + [END]
