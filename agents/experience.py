@@ -71,8 +71,9 @@ _PROBE_FIELDS = tuple(f.name for f in dataclasses.fields(Probes))
 
 def search_config(config: PPOConfig | None = None) -> PPOConfig:
     """The island search the experience comes from: the default agent's islands, random edits and crossover
-    only (no policy), no elitist phase."""
-    return PPOConfig(elitist=False, policy_fraction=0.0, policy="scratch") if config is None else config
+    only (no policy, no idioms), no elitist phase."""
+    return PPOConfig(elitist=False, policy_fraction=0.0, idiom_fraction=0.0, policy="scratch") if config is None \
+        else config
 
 
 def search_experience(tasks: Sequence[tuple[Task, str]], generations: int, seed: int, evaluator: Evaluator,
@@ -104,8 +105,7 @@ def _search(task: Task, group: int, generations: int, seed: int, evaluator: Eval
     queue = ProgramQueue(1, config.queue_size, max_len, torch.device("cpu"),
                          extras={"features": ((NUM_FEATURES,), torch.float32)})
     search = IslandSearch(config, None)
-    first_random = config.policy_children + config.splice_children  # random edits fill the other slots
-    random_slot = (torch.arange(c) >= first_random).repeat(g)  # [G C]
+    random_slot = (torch.arange(c) >= config.first_random_child).repeat(g)  # [G C]
     examples, probes = [], []
     for _ in range(generations):
         proposal = search.propose(members, islands, queue)

@@ -3,7 +3,8 @@
 Every generation each of a member's G islands draws C parents from its programs and writes C
 children: the first ``policy_fraction`` of them by the edit policy (``operators.PolicyEdits``, V
 variants of each parent it reads), the next ``splice_fraction`` by crossover with a mate drawn from
-the member's queue or from the island (``operators.Crossover``), the rest as random variants
+the member's queue or from the island (``operators.Crossover``), the next ``idiom_fraction`` by putting an
+idiom (a short fresh program) into the parent (``operators.Idioms``), the rest as random variants
 (``operators.RandomEdits``). Every child slot draws its random variant first, so that a slot's
 random numbers never depend on the mix; the policy and crossover then write theirs over their share.
 Optionally (``elite_fraction``) a share of the generation is random variants of the member's queue,
@@ -17,6 +18,7 @@ the learner's imitation queue and the policy variants' gains for its rollout.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -26,10 +28,11 @@ from synthenv.language import Status
 from .common import masked_mean
 from .editor import EditPolicy
 from .islands import Islands
-from .operators import Children, Crossover, Members, Parents, PolicyEdits, RandomEdits, cat_edits, reshape_edits
+from .operators import (Children, Crossover, Idioms, Members, Parents, PolicyEdits, RandomEdits, cat_edits,
+                        reshape_edits)
 from .ppo_config import PPOConfig
 from .priority_queue import EMPTY, ProgramQueue
-from .variation import Edits, member_uniform
+from .variation import Edits, member_uniform, random_programs
 
 QUEUE_MATE_SHARE = 0.5
 """Chance that a crossover's mate comes from the member's queue (its best programs of all islands and
@@ -61,7 +64,8 @@ class IslandProposal:
     parents: Parents
     """``[S', G x C]`` the parents of the islands' children (features zero without ``feedback``)."""
     edits: Edits
-    """``[S', G x C, E]`` the edits that made each child (a crossover's slot holds its unused random edits)."""
+    """``[S', G x C, E]`` the edits that made each child (a crossover's or idiom's slot holds its unused random
+    edits)."""
     children: torch.Tensor
     """``[S', G, C, L]`` the islands' children."""
     policy: Children | None
@@ -91,17 +95,19 @@ class IslandOutcome:
 class IslandSearch:
     """The operators that breed the islands' children, and how their children are scored and kept."""
 
-    def __init__(self, config: PPOConfig, policy: EditPolicy):
+    def __init__(self, config: PPOConfig, policy: EditPolicy, idioms: Callable = random_programs):
+        """``idioms`` draws the idioms (``variation.random_programs``' arguments), as the agent's fresh programs."""
         self.config = config
         self.random = RandomEdits(config.max_edits)
         self.crossover = Crossover()
+        self.idioms = Idioms(idioms, config.idiom_length)
         self.policy = PolicyEdits(policy, config.variants_per_parent)
 
     def propose(self, members: Members, islands: Islands, queue: ProgramQueue) -> IslandProposal:
         """One generation of ``members``' ``islands``, with crossover mates from their ``queue``."""
         config, generators = self.config, members.generators
-        s, g, c, n_pol, n_spl = len(generators), config.islands, config.children_per_island, \
-            config.policy_children, config.splice_children
+        s, g, c, n_pol, n_spl, n_idi = len(generators), config.islands, config.children_per_island, \
+            config.policy_children, config.splice_children, config.idiom_children
         tokens, features, rewards = islands.sample_parents(generators, c)  # [S', G, C, ...]
         v = config.variants_per_parent
         if n_pol and v > 1:  # the policy's children: V of each of its first n_pol / V parents
@@ -133,6 +139,10 @@ class IslandSearch:
             spliced = self.crossover(Parents(slots(tokens, part), slots(features, part), slots(rewards, part),
                                              mates.reshape(s, -1, length)), members)
             children[:, :, part] = spliced.tokens.view(s, g, n_spl, length)
+        if n_idi:
+            part = slice(n_pol + n_spl, n_pol + n_spl + n_idi)
+            idioms = self.idioms(Parents(slots(tokens, part), slots(features, part), slots(rewards, part)), members)
+            children[:, :, part] = idioms.tokens.view(s, g, n_idi, length)
         elite = self._elite_variants(members, queue) if config.elite_variants else None
         return IslandProposal(members, islands, Parents(slots(tokens, slice(None)), slots(features, slice(None)),
                                                         slots(rewards, slice(None))),
@@ -152,21 +162,21 @@ class IslandSearch:
         children into the islands, restart the stalled ones."""
         config, islands, generators = self.config, proposal.islands, proposal.members.generators
         s, g, c, length = proposal.children.shape
-        n_pol, n_spl, n_isl = config.policy_children, config.splice_children, g * c
+        n_pol, n_spl, n_idi, n_isl = config.policy_children, config.splice_children, config.idiom_children, g * c
         island_rewards = rewards[:, :n_isl].view(s, g, c)
         parent_rewards = proposal.parents.rewards.view(s, g, c)
         known = parent_rewards > EMPTY  # [S', G, C] the parent had been run: a gain is defined
         gains = torch.where(known, island_rewards - parent_rewards, 0.0)
         improved = known & (gains > 0)
         island_best = islands.best[:, :, None]  # [S', G, 1] before this generation's children
-        stats = _rates("improve_rate", improved, known, n_pol, n_spl)
+        stats = _rates("improve_rate", improved, known, n_pol, n_spl, n_idi)
         stats.update(_rates("new_best_rate", island_rewards > island_best,
-                            (island_best > EMPTY).expand_as(island_rewards), n_pol, n_spl))
+                            (island_best > EMPTY).expand_as(island_rewards), n_pol, n_spl, n_idi))
         if status is not None:  # children that never halted: the costliest to run, and worth nothing
             hung = status[:, :n_isl].view(s, g, c) == Status.STEP_LIMIT
-            stats.update(_rates("step_limit_rate", hung, torch.ones_like(hung), n_pol, n_spl))
+            stats.update(_rates("step_limit_rate", hung, torch.ones_like(hung), n_pol, n_spl, n_idi))
         slot = torch.arange(c, device=rewards.device)
-        edited = (slot < n_pol) | (slot >= n_pol + n_spl)  # crossovers are not edits
+        edited = (slot < n_pol) | (slot >= config.first_random_child)  # crossovers and idioms are not edits
         parts = [ImprovingEdits(proposal.children.reshape(s, -1, length),
                                 torch.where(improved & edited, island_rewards, EMPTY).reshape(s, -1),
                                 proposal.parents.tokens, proposal.parents.features, proposal.edits)]
@@ -199,11 +209,13 @@ def _join(parts: list[ImprovingEdits]) -> ImprovingEdits:
                           cat_edits([part.edits for part in parts], dim=1))
 
 
-def _rates(chart: str, hits: torch.Tensor, known: torch.Tensor, n_pol: int, n_spl: int) -> dict[str, torch.Tensor]:
-    """``[S']`` share of each kind of child (policy, crossover, random) that ``hits [S', G, C]``, over the
+def _rates(chart: str, hits: torch.Tensor, known: torch.Tensor, n_pol: int, n_spl: int,
+           n_idi: int) -> dict[str, torch.Tensor]:
+    """``[S']`` share of each kind of child (policy, crossover, idiom, random) that ``hits [S', G, C]``, over the
     children where it is defined (``known``): ``improve_rate`` beat their parent, ``new_best_rate`` beat
     the best program their island had reached (the search's frontier moved), ``step_limit_rate`` ran out of
     steps on some case (never halted)."""
-    parts = {"policy": slice(0, n_pol), "crossover": slice(n_pol, n_pol + n_spl), "random": slice(n_pol + n_spl, None)}
+    parts = {"policy": slice(0, n_pol), "crossover": slice(n_pol, n_pol + n_spl),
+             "idiom": slice(n_pol + n_spl, n_pol + n_spl + n_idi), "random": slice(n_pol + n_spl + n_idi, None)}
     return {f"charts/{chart}_{name}": masked_mean(hits[:, :, part].float(), known[:, :, part])
             for name, part in parts.items() if hits[:, :, part].numel()}

@@ -5,6 +5,8 @@ with one signature, ``operator(parents, members) -> children``:
 
 - ``RandomEdits``: 1 .. ``max_edits`` uniform point edits of each parent (``variation.random_edits``);
 - ``Crossover``: a piece of each parent's mate spliced into it (``variation.splice``);
+- ``Idioms``: a short fresh program (a sample of the program prior: an idiom) put whole into each parent
+  (``variation.insert_pieces``);
 - ``PolicyEdits``: the edit policy reads each parent and its per-case feedback in one pass and
   writes ``variants`` edits of it (``agents.editor``).
 
@@ -16,12 +18,13 @@ the host. Dimensions: S' members (of the job's S), N parents, L tokens, F featur
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from .editor import EditPolicy
-from .variation import Edits, apply_edits, random_edits, splice
+from .variation import Edits, apply_edits, insert_pieces, random_edits, splice
 
 EDIT_FIELDS = tuple(f.name for f in dataclasses.fields(Edits))
 """The tensors of an ``Edits``, by name: ``positions``, ``kinds``, ``tokens``, ``active``."""
@@ -109,6 +112,22 @@ class Crossover:
 
     def __call__(self, parents: Parents, members: Members) -> Children:
         return Children(splice(members.generators, parents.tokens, parents.mates))
+
+
+@dataclass(frozen=True)
+class Idioms:
+    """A fresh program of 1 .. ``longest`` commands put whole into each parent, in place of a window no longer
+    than it (``variation.insert_pieces``). ``fresh`` draws them with ``variation.random_programs``' arguments: the
+    program prior's samples (``program_prior.PriorPrograms``), BF's idioms with their loops balanced, or uniform
+    random commands."""
+
+    fresh: Callable
+    longest: int
+
+    def __call__(self, parents: Parents, members: Members) -> Children:
+        tokens = parents.tokens
+        pieces = self.fresh(members.generators, tokens.shape[1:2], tokens.shape[-1], self.longest, tokens.device)
+        return Children(insert_pieces(members.generators, tokens, pieces))
 
 
 @dataclass(frozen=True)

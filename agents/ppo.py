@@ -13,8 +13,9 @@ Batched over S members (seeds), built from parts, each one click away:
   ``elitist_handover`` sync point). A member that has solved the task never hands over.
 - **the island search** (``agents.island_search``, ``agents.islands``): G islands of the member's best
   unique programs; each generation every island breeds C children by a mix of child *operators*
-  (``agents.operators``: random edits, crossover with a queued program or an island-mate, and edits
-  written by the policy), keeps its best and restarts when it stalls.
+  (``agents.operators``: random edits, crossover with a queued program or an island-mate, edits
+  written by the policy and, with ``idiom_fraction``, idioms: short fresh programs put into a parent), keeps
+  its best and restarts when it stalls.
 - **the learner** (``agents.learner``): the edit policy (``agents.editor``) reads a parent and its
   per-case test feedback and writes edits; it learns by PPO on its variants' gains over their parents
   and by imitation of a queue of the best improving edits found by any operator.
@@ -84,7 +85,8 @@ class PPO:
         self.islands = Islands(self.generators, config.islands, config.island_size, max_len, config.initial_length,
                                NUM_FEATURES, self.fresh)
         self.learner = EditLearner(config, self.generators, max_len, device)  # drawn even without policy children
-        self.island_search = IslandSearch(config, self.learner.policy)
+        idioms = prior_programs(min(config.idiom_length, max_len)) if config.fresh == "prior" else random_programs
+        self.island_search = IslandSearch(config, self.learner.policy, idioms)
         self.elitist = [config.elitist] * s  # on the host: members still in their elitist phase
         self.solved = torch.zeros(s, dtype=torch.bool, device=device)  # [S] the member wrote a solving program
         self.generations = [0] * s  # on the host: generations each member has stepped (its own clock)

@@ -61,6 +61,12 @@ class PPOConfig:
     """E, a variant makes 1 .. max_edits point edits (random variants: uniform; policy: learned)."""
     splice_fraction: float = 0.1
     """Share of each island's children made by crossover (a splice of a queued program or an island-mate)."""
+    idiom_fraction: float = 0.1
+    """Share of each island's children made by putting an idiom into a parent: a fresh program of 1 ..
+    idiom_length commands (drawn as fresh programs are: the prior's samples, or uniform commands) in place of a
+    window no longer than it (0: none)."""
+    idiom_length: int = 8
+    """The longest idiom idiom_fraction puts into a parent, in commands."""
     policy_fraction: float = 0.25
     """Share of each island's children written by the edit policy (0: random variants only, no learning)."""
     variants_per_parent: int = 4
@@ -115,8 +121,9 @@ class PPOConfig:
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "batch_size", "islands", "island_size", "patience", "initial_length",
                                     "max_edits", "queue_size", "update_every", "update_batch", "update_epochs",
-                                    "elitist_patience", "islands_every", "variants_per_parent")
-        require_finite_fields(self, "splice_fraction", "policy_fraction", "seeded_islands", low=0.0, high=1.0)
+                                    "elitist_patience", "islands_every", "variants_per_parent", "idiom_length")
+        require_finite_fields(self, "splice_fraction", "policy_fraction", "idiom_fraction", "seeded_islands", low=0.0,
+                              high=1.0)
         require_finite_fields(self, "elite_fraction", low=0.0, high=1.0, high_open=True)
         share = self.batch_size - self.elite_variants
         if share % self.islands or share < self.islands:
@@ -125,9 +132,13 @@ class PPOConfig:
             raise ValueError(f"islands={self.islands} must divide the islands' children, batch_size - elite variants "
                              f"= {self.batch_size} - {self.elite_variants} = {share} (pick batch_size, islands and "
                              "elite_fraction so that it does)")
-        if self.splice_fraction + self.policy_fraction > 1.0:
-            raise ValueError(f"splice_fraction + policy_fraction must be <= 1, got {self.splice_fraction} + "
-                             f"{self.policy_fraction}")
+        if self.splice_fraction + self.policy_fraction + self.idiom_fraction > 1.0:
+            raise ValueError(f"splice_fraction + policy_fraction + idiom_fraction must be <= 1, got "
+                             f"{self.splice_fraction} + {self.policy_fraction} + {self.idiom_fraction}")
+        if self.policy_children + self.splice_children + self.idiom_children > self.children_per_island:
+            raise ValueError(f"policy, crossover and idiom children ({self.policy_children} + {self.splice_children} "
+                             f"+ {self.idiom_children}, rounded) exceed the {self.children_per_island} children per "
+                             "island; lower one of policy_fraction, splice_fraction, idiom_fraction")
         if self.policy_children and (self.policy_children % self.variants_per_parent
                                      or self.update_batch % self.variants_per_parent):
             raise ValueError(f"variants_per_parent={self.variants_per_parent} must divide the policy variants per "
@@ -162,6 +173,17 @@ class PPOConfig:
     def splice_children(self) -> int:
         """Crossovers per island per generation."""
         return round(self.children_per_island * self.splice_fraction)
+
+    @property
+    def idiom_children(self) -> int:
+        """Children per island per generation made by putting an idiom into a parent."""
+        return round(self.children_per_island * self.idiom_fraction)
+
+    @property
+    def first_random_child(self) -> int:
+        """Each island's children are, in this order, the policy's, the crossovers, the idioms, then random
+        variants: the index of the first random variant."""
+        return self.policy_children + self.splice_children + self.idiom_children
 
     @property
     def policy_reads(self) -> int:

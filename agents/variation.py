@@ -216,28 +216,52 @@ def splice(generators: list[torch.Generator], firsts: torch.Tensor, seconds: tor
     True
     """
     rows.check_impl(impl)
-    s, n, length = firsts.shape
-    device = firsts.device
-    draws = member_uniform(generators, (n, 4), device)
+    draws = member_uniform(generators, (firsts.shape[1], 4), firsts.device)
     len_a, len_b = program_lengths(firsts), program_lengths(seconds)  # [S, N]
     i = (draws[..., 0] * (len_a + 1)).long()
     m = i + (draws[..., 1] * (len_a - i + 1)).long()  # the first program resumes at m >= i
     j = (draws[..., 2] * (len_b + 1)).long()
     w = (draws[..., 3] * (len_b - j + 1)).long()
+    return splice_at(firsts, seconds, torch.stack([i, m, j, w], dim=-1), impl)
+
+
+def insert_pieces(generators: list[torch.Generator], firsts: torch.Tensor, pieces: torch.Tensor,
+                  impl: str = "auto") -> torch.Tensor:
+    """Each whole piece put into its program: ``first[:i] + piece + first[m:]``, ``i`` uniform in the first
+    program and the window it replaces, ``m - i``, uniform from none to the piece's length (within the program).
+    A balanced piece keeps a balanced program balanced. ``[S, N, L]`` each.
+
+    >>> gens = [torch.Generator().manual_seed(0)]
+    >>> insert_pieces(gens, torch.tensor([[[1, 1, 1, 0, 0, 0]]]), torch.tensor([[[7, 8, 0, 0, 0, 0]]])).tolist()
+    [[[1, 7, 8, 0, 0, 0]]]
+    """
+    rows.check_impl(impl)
+    draws = member_uniform(generators, (firsts.shape[1], 2), firsts.device)
+    len_a, len_b = program_lengths(firsts), program_lengths(pieces)  # [S, N]
+    i = (draws[..., 0] * (len_a + 1)).long()
+    m = i + (draws[..., 1] * (torch.minimum(len_b, len_a - i) + 1)).long()
+    return splice_at(firsts, pieces, torch.stack([i, m, torch.zeros_like(i), len_b], dim=-1), impl)
+
+
+def splice_at(firsts: torch.Tensor, seconds: torch.Tensor, cuts: torch.Tensor, impl: str = "auto") -> torch.Tensor:
+    """``first[:i] + second[j:j+w] + first[m:]`` cut at ``L`` tokens, for programs ``[S, N, L]`` and their cut
+    points ``cuts [S, N, 4]`` = ``(i, m, j, w)`` with ``i <= m <= len(first)``, ``j + w <= len(second)``."""
+    rows.check_impl(impl)
+    s, n, length = firsts.shape
     lib = rows.native(firsts) if impl != "torch" else None
     if impl == "native" and lib is None:
         raise RuntimeError("impl='native' needs CPU tensors and a working C compiler; use impl='torch'")
     if lib is not None:
         a, b = firsts.reshape(-1, length).contiguous(), seconds.reshape(-1, length).contiguous()
-        cuts = torch.stack([i, m, j, w], dim=-1).reshape(-1, 4).contiguous()
+        cuts = cuts.reshape(-1, 4).contiguous()
         out = torch.empty_like(a)
         lib.splice(a.data_ptr(), b.data_ptr(), cuts.data_ptr(), a.shape[0], length, out.data_ptr(), 0)
         return out.view(firsts.shape)
-    t = torch.arange(length, device=device)
-    i, m, j, w = i[..., None], m[..., None], j[..., None], w[..., None]
+    t = torch.arange(length, device=firsts.device)
+    i, m, j, w = (cuts[..., k, None] for k in range(4))
     from_a = torch.where(t < i, t, m + t - i - w)  # [S, N, L] source position in the first program
     a = torch.where(from_a < length, firsts.gather(-1, from_a.clamp(0, length - 1)), EOS)
     b = seconds.gather(-1, (j + t - i).clamp(0, length - 1))
     child = torch.where((t >= i) & (t < i + w), b, a)
-    total = i + w + len_a[..., None] - m
+    total = i + w + program_lengths(firsts)[..., None] - m
     return canonical(torch.where(t < total, child, EOS))

@@ -16,6 +16,7 @@ from synthenv.agents import PPO, MutationConfig, PPOConfig, TrainConfig, Trainer
 from synthenv.agents.islands import Islands
 from synthenv.agents.ppo import HANDOVER_CHECK_EVERY
 from synthenv.agents.priority_queue import EMPTY, ProgramQueue
+from synthenv.agents.program_prior import prior_programs
 from synthenv.language import Status, decode_batch
 
 SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_every=1, update_batch=16,
@@ -228,9 +229,11 @@ def test_the_new_best_rates_count_the_children_that_beat_their_islands_best():
             known[g, c] = float(best[g] > EMPTY)
             beat[g, c] = float(torch.tensor(score.reward, dtype=torch.float32) > best[g])
             hung[g, c] = float(any(run.status == Status.STEP_LIMIT for run in score.runs))
-    n_pol, n_spl = SMALL.policy_children, SMALL.splice_children
+    n_pol, n_spl, n_idi = SMALL.policy_children, SMALL.splice_children, SMALL.idiom_children
+    assert n_idi > 0
     for name, part in {"policy": slice(0, n_pol), "crossover": slice(n_pol, n_pol + n_spl),
-                       "random": slice(n_pol + n_spl, None)}.items():
+                       "idiom": slice(n_pol + n_spl, n_pol + n_spl + n_idi),
+                       "random": slice(n_pol + n_spl + n_idi, None)}.items():
         expected = (beat[:, part] * known[:, part]).sum() / known[:, part].sum()
         assert float(stats[f"charts/new_best_rate_{name}"][0]) == pytest.approx(float(expected))
         assert float(expected) > 0  # island 1's children of this kind
@@ -282,6 +285,36 @@ def test_without_crossover_there_are_no_crossover_children():
     assert "charts/improve_rate_crossover" in run_steps(SMALL, steps=2).stats[-1]
     assert "charts/improve_rate_crossover" not in run_steps(dataclasses.replace(SMALL, splice_fraction=0.0),
                                                               steps=2).stats[-1]
+
+
+def test_idiom_children_are_their_parents_with_a_sample_of_the_prior_put_in():
+    """With idiom_fraction, the slots after the crossovers hold their parent with one of the prior's short samples
+    (at most idiom_length commands) in place of a window no longer than it; without it there are none."""
+    config = dataclasses.replace(SMALL, fresh="prior", idiom_fraction=0.25, idiom_length=4)
+    assert "charts/new_best_rate_idiom" not in run_steps(dataclasses.replace(config, idiom_fraction=0.0), 2).stats[-1]
+    trainer = Trainer(TrainConfig(task="reverse-tune", algo="ppo", algo_config=config, seeds=(1,), max_len=32,
+                                  log_dir=None, progress=False, npe=10**9))
+    assert "charts/new_best_rate_idiom" in [trainer.step()[0] for _ in range(2)][-1]
+    agent = trainer.algorithm
+    agent.propose()
+    n_pol, n_spl, n_idi, c = config.policy_children, config.splice_children, config.idiom_children, \
+        config.children_per_island
+    assert n_idi == 4
+    pool = set(decode_batch(prior_programs(4).pool))
+    assert max(map(len, pool)) == 4
+    proposal, checked = agent._proposal, 0
+    parents = proposal.parents.tokens[0].view(config.islands, c, -1)
+    for island, parent_rows in zip(proposal.children[0], parents):
+        part = slice(n_pol + n_spl, n_pol + n_spl + n_idi)
+        for child, parent in zip(decode_batch(island[part]), decode_batch(parent_rows[part])):
+            if len(child) == 32:
+                continue  # cut at max_len: the piece may be cut too
+            grown = len(child) - len(parent)
+            assert any(child[:i] == parent[:i] and child[i:i + grown + m - i] in pool and
+                       child[i + grown + m - i:] == parent[m:] for i in range(len(parent) + 1)
+                       for m in range(i, len(parent) + 1)), (parent, child)
+            checked += 1
+    assert checked >= 8
 
 
 def test_the_elite_share_breeds_variants_of_queued_programs():

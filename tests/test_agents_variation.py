@@ -8,7 +8,8 @@ import torch
 from synthenv.agents.editor import EditorConfig, EditPolicy, _inverse_cdf, edit_entropy, edit_log_probs
 from synthenv.agents.priority_queue import EMPTY, ProgramQueue
 from synthenv.agents.rows import canonical, first_occurrences, program_lengths, row_hashes, top_unique
-from synthenv.agents.variation import DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, random_edits, random_programs, splice
+from synthenv.agents.variation import (DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, insert_pieces, random_edits,
+                                      random_programs, splice)
 from synthenv.language import decode_batch, encode_batch
 
 CPU = torch.device("cpu")
@@ -126,6 +127,22 @@ def test_splice_is_a_valid_program_made_of_its_parents_pieces():
     texts = decode_batch(children[0])
     assert all(set(t) <= {"+", "."} and t.count(".") <= 2 for t in texts)
     assert len(set(texts)) > 5  # cut points vary
+
+
+def test_insert_pieces_puts_the_whole_piece_in_place_of_a_window_no_longer_than_it():
+    """Every child is ``first[:i] + piece + first[m:]`` for some ``i <= m <= i + len(piece)``; over many draws both
+    a pure insertion and a replaced window occur, and a balanced piece keeps a balanced program balanced."""
+    gens = _generators(1)
+    first, piece = "+-<>.,", "[->+<]"
+    children = decode_batch(insert_pieces(gens, encode_batch([first] * 400, 16)[None],
+                                          encode_batch([piece] * 400, 16)[None])[0])
+    ways = {(i, m) for i in range(len(first) + 1) for m in range(i, min(len(first), i + len(piece)) + 1)}
+    made = {(i, m) for i, m in ways if first[:i] + piece + first[m:] in children}
+    assert all(any(child == first[:i] + piece + first[m:] for i, m in ways) for child in children)
+    assert any(i == m for i, m in made) and any(m > i for i, m in made) and len(made) > 10
+    assert all(child.count("[") == child.count("]") == 1 for child in children)
+    long = insert_pieces(gens, encode_batch(["+" * 15] * 50, 16)[None], encode_batch([piece] * 50, 16)[None])
+    _assert_canonical(long, 16)  # cut at L tokens
 
 
 def test_random_programs_have_lengths_in_range():
@@ -304,6 +321,12 @@ def test_the_c_operators_equal_the_torch_ones(seed):
     for g, s in zip(gens, state):
         g.set_state(s)
     assert torch.equal(native, splice(gens, parents, seconds, impl="torch"))
+    pieces = random_programs(gens, (300,), 12, 5, CPU)
+    state = [g.get_state() for g in gens]
+    native = insert_pieces(gens, parents, pieces, impl="native")
+    for g, s in zip(gens, state):
+        g.set_state(s)
+    assert torch.equal(native, insert_pieces(gens, parents, pieces, impl="torch"))
     assert torch.equal(row_hashes(parents, impl="native"), row_hashes(parents, impl="torch"))
     ragged = torch.where(torch.rand(parents.shape, generator=gens[0]) < 0.1, 0, parents)  # EOS anywhere
     for rows in (parents, ragged, ragged[..., :0]):

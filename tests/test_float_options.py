@@ -34,6 +34,7 @@ CASES = [
     (PPOConfig, "risk_quantile", [NAN, 1.0, -0.1], r"\[0, 1\)"),
     (PPOConfig, "policy_fraction", [NAN, 1.5, -0.1], r"\[0, 1\]"),
     (PPOConfig, "splice_fraction", [NAN, 1.5, -0.1], r"\[0, 1\]"),
+    (PPOConfig, "idiom_fraction", [NAN, 1.5, -0.1], r"\[0, 1\]"),
     (PGConfig, "learning_rate", [NAN, INF, 0.0], r"\(0, inf\)"),
     (PGConfig, "entropy_coef", [NAN, INF, -0.5], r"\[0, inf\)"),
     (PGConfig, "queue_weight", [NAN, INF, -0.5], r"\[0, inf\)"),
