@@ -247,7 +247,7 @@ def splice_at(firsts: torch.Tensor, seconds: torch.Tensor, cuts: torch.Tensor, i
     """``first[:i] + second[j:j+w] + first[m:]`` cut at ``L`` tokens, for programs ``[S, N, L]`` and their cut
     points ``cuts [S, N, 4]`` = ``(i, m, j, w)`` with ``i <= m <= len(first)``, ``j + w <= len(second)``."""
     rows.check_impl(impl)
-    s, n, length = firsts.shape
+    length = firsts.shape[-1]
     lib = rows.native(firsts) if impl != "torch" else None
     if impl == "native" and lib is None:
         raise RuntimeError("impl='native' needs CPU tensors and a working C compiler; use impl='torch'")
