@@ -315,18 +315,13 @@ def test_the_c_operators_equal_the_torch_ones(seed):
     same_position[..., 1] = same_position[..., 0]  # two edits at one position: a window
     for e in (edits, Edits(same_position, edits.kinds, edits.tokens, edits.active)):
         assert torch.equal(apply_edits(parents, e, impl="native"), apply_edits(parents, e, impl="torch"))
-    seconds = random_programs(gens, (300,), 12, 12, CPU)
-    state = [g.get_state() for g in gens]
-    native = splice(gens, parents, seconds, impl="native")
-    for g, s in zip(gens, state):
-        g.set_state(s)
-    assert torch.equal(native, splice(gens, parents, seconds, impl="torch"))
-    pieces = random_programs(gens, (300,), 12, 5, CPU)
-    state = [g.get_state() for g in gens]
-    native = insert_pieces(gens, parents, pieces, impl="native")
-    for g, s in zip(gens, state):
-        g.set_state(s)
-    assert torch.equal(native, insert_pieces(gens, parents, pieces, impl="torch"))
+    for operator, longest in ((splice, 12), (insert_pieces, 5)):  # the same cut points drawn for both
+        seconds = random_programs(gens, (300,), 12, longest, CPU)
+        state = [g.get_state() for g in gens]
+        native = operator(gens, parents, seconds, impl="native")
+        for g, s in zip(gens, state):
+            g.set_state(s)
+        assert torch.equal(native, operator(gens, parents, seconds, impl="torch"))
     assert torch.equal(row_hashes(parents, impl="native"), row_hashes(parents, impl="torch"))
     ragged = torch.where(torch.rand(parents.shape, generator=gens[0]) < 0.1, 0, parents)  # EOS anywhere
     for rows in (parents, ragged, ragged[..., :0]):
