@@ -6,7 +6,7 @@ variants of each parent it reads), the next ``splice_fraction`` by crossover wit
 the member's queue or from the island (``operators.Crossover``), the next ``idiom_fraction`` by putting an
 idiom (a short fresh program) into the parent (``operators.Idioms``), the rest as random variants
 (``operators.RandomEdits``). Every child slot draws its random variant first, so that a slot's
-random numbers never depend on the mix; the policy and crossover then write theirs over their share.
+random numbers never depend on the mix; the policy, crossover and idioms then write theirs over their share.
 Optionally (``elite_fraction``) a share of the generation is random variants of the member's queue,
 the mutation baseline's search beside the islands. Islands keep their best unique programs and
 restart when they stall (``agents.islands``).
