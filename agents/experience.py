@@ -105,7 +105,7 @@ def _search(task: Task, group: int, generations: int, seed: int, evaluator: Eval
     queue = ProgramQueue(1, config.queue_size, max_len, torch.device("cpu"),
                          extras={"features": ((NUM_FEATURES,), torch.float32)})
     search = IslandSearch(config, None)
-    random_slot = (torch.arange(c) >= config.first_random_child).repeat(g)  # [G C]
+    random_slot = (torch.arange(c) >= config.child_slots["random"].start).repeat(g)  # [G C]
     examples, probes = [], []
     for _ in range(generations):
         proposal = search.propose(members, islands, queue)

@@ -105,8 +105,8 @@ class IslandSearch:
     def propose(self, members: Members, islands: Islands, queue: ProgramQueue) -> IslandProposal:
         """One generation of ``members``' ``islands``, with crossover mates from their ``queue``."""
         config, generators = self.config, members.generators
-        s, g, c, n_pol, n_spl, n_idi = len(generators), config.islands, config.children_per_island, \
-            config.policy_children, config.splice_children, config.idiom_children
+        s, g, c, kinds = len(generators), config.islands, config.children_per_island, config.child_slots
+        n_pol, n_spl, n_idi = config.policy_children, config.splice_children, config.idiom_children
         tokens, features, rewards = islands.sample_parents(generators, c)  # [S', G, C, ...]
         v = config.variants_per_parent
         if n_pol and v > 1:  # the policy's children: V of each of its first n_pol / V parents
@@ -117,35 +117,36 @@ class IslandSearch:
             features = torch.zeros_like(features)
         length = tokens.shape[-1]
         slots = lambda x, part: x[:, :, part].reshape(s, -1, *x.shape[3:])  # noqa: E731  [S', G x part, ...]
-        parents = Parents(slots(tokens, slice(None)), slots(features, slice(None)), slots(rewards, slice(None)))
+
+        def parents_of(part: slice, *mates: torch.Tensor) -> Parents:  # the parents of one kind's slots
+            return Parents(slots(tokens, part), slots(features, part), slots(rewards, part), *mates)
+
+        parents = parents_of(slice(None))
         random = self.random(parents, members)  # every slot: its random numbers never depend on the mix
         children, edits = random.tokens.view(s, g, c, length), reshape_edits(random.edits, s, g, c)
         policy = None
         if n_pol:
-            part = slice(0, n_pol)
-            policy = self.policy(Parents(slots(tokens, part), slots(features, part), slots(rewards, part)), members)
+            part = kinds["policy"]
+            policy = self.policy(parents_of(part), members)
             children[:, :, part] = policy.tokens.view(s, g, n_pol, length)
             edits = cat_edits([reshape_edits(policy.edits, s, g, n_pol),
                                Edits(*(x[:, :, n_pol:] for x in (edits.positions, edits.kinds, edits.tokens,
                                                                  edits.active)))], dim=2)
         if n_spl:
-            part = slice(n_pol, n_pol + n_spl)
+            part = kinds["crossover"]
             queued, _ = queue.sample(g * n_spl, generators)  # [S', G n_spl, L]
             mates, _, _ = islands.sample_parents(generators, n_spl)  # [S', G, n_spl, L]
             from_queue = member_uniform(generators, (g, n_spl, 1), tokens.device) < QUEUE_MATE_SHARE
             from_queue = from_queue & queue.valid[:, :1, None, None]  # an empty queue offers nothing
             mates = torch.where(from_queue, queued.view(s, g, n_spl, length), mates)
-            spliced = self.crossover(Parents(slots(tokens, part), slots(features, part), slots(rewards, part),
-                                             mates.reshape(s, -1, length)), members)
+            spliced = self.crossover(parents_of(part, mates.reshape(s, -1, length)), members)
             children[:, :, part] = spliced.tokens.view(s, g, n_spl, length)
         if n_idi:
-            part = slice(n_pol + n_spl, n_pol + n_spl + n_idi)
-            idioms = self.idioms(Parents(slots(tokens, part), slots(features, part), slots(rewards, part)), members)
+            part = kinds["idiom"]
+            idioms = self.idioms(parents_of(part), members)
             children[:, :, part] = idioms.tokens.view(s, g, n_idi, length)
         elite = self._elite_variants(members, queue) if config.elite_variants else None
-        return IslandProposal(members, islands, Parents(slots(tokens, slice(None)), slots(features, slice(None)),
-                                                        slots(rewards, slice(None))),
-                              reshape_edits(edits, s, g * c), children, policy, elite)
+        return IslandProposal(members, islands, parents, reshape_edits(edits, s, g * c), children, policy, elite)
 
     def _elite_variants(self, members: Members, queue: ProgramQueue) -> tuple[Parents, Children]:
         """Random variants of programs drawn from the member's queue (empty programs while it is empty)."""
@@ -161,21 +162,21 @@ class IslandSearch:
         children into the islands, restart the stalled ones."""
         config, islands, generators = self.config, proposal.islands, proposal.members.generators
         s, g, c, length = proposal.children.shape
-        n_pol, n_spl, n_idi, n_isl = config.policy_children, config.splice_children, config.idiom_children, g * c
+        n_pol, n_isl, kinds = config.policy_children, g * c, config.child_slots
         island_rewards = rewards[:, :n_isl].view(s, g, c)
         parent_rewards = proposal.parents.rewards.view(s, g, c)
         known = parent_rewards > EMPTY  # [S', G, C] the parent had been run: a gain is defined
         gains = torch.where(known, island_rewards - parent_rewards, 0.0)
         improved = known & (gains > 0)
         island_best = islands.best[:, :, None]  # [S', G, 1] before this generation's children
-        stats = _rates("improve_rate", improved, known, n_pol, n_spl, n_idi)
+        stats = _rates("improve_rate", improved, known, kinds)
         stats.update(_rates("new_best_rate", island_rewards > island_best,
-                            (island_best > EMPTY).expand_as(island_rewards), n_pol, n_spl, n_idi))
+                            (island_best > EMPTY).expand_as(island_rewards), kinds))
         if status is not None:  # children that never halted: the costliest to run, and worth nothing
             hung = status[:, :n_isl].view(s, g, c) == Status.STEP_LIMIT
-            stats.update(_rates("step_limit_rate", hung, torch.ones_like(hung), n_pol, n_spl, n_idi))
+            stats.update(_rates("step_limit_rate", hung, torch.ones_like(hung), kinds))
         slot = torch.arange(c, device=rewards.device)
-        edited = (slot < n_pol) | (slot >= config.first_random_child)  # crossovers and idioms are not edits
+        edited = (slot < n_pol) | (slot >= kinds["random"].start)  # crossovers and idioms are not edits
         parts = [ImprovingEdits(proposal.children.reshape(s, -1, length),
                                 torch.where(improved & edited, island_rewards, EMPTY).reshape(s, -1),
                                 proposal.parents.tokens, proposal.parents.features, proposal.edits)]
@@ -208,13 +209,10 @@ def _join(parts: list[ImprovingEdits]) -> ImprovingEdits:
                           cat_edits([part.edits for part in parts], dim=1))
 
 
-def _rates(chart: str, hits: torch.Tensor, known: torch.Tensor, n_pol: int, n_spl: int,
-           n_idi: int) -> dict[str, torch.Tensor]:
+def _rates(chart: str, hits: torch.Tensor, known: torch.Tensor, kinds: dict[str, slice]) -> dict[str, torch.Tensor]:
     """``[S']`` share of each kind of child (policy, crossover, idiom, random) that ``hits [S', G, C]``, over the
     children where it is defined (``known``): ``improve_rate`` beat their parent, ``new_best_rate`` beat
     the best program their island had reached (the search's frontier moved), ``step_limit_rate`` ran out of
-    steps on some case (never halted)."""
-    parts = {"policy": slice(0, n_pol), "crossover": slice(n_pol, n_pol + n_spl),
-             "idiom": slice(n_pol + n_spl, n_pol + n_spl + n_idi), "random": slice(n_pol + n_spl + n_idi, None)}
+    steps on some case (never halted). ``kinds``: each kind's slots (``PPOConfig.child_slots``)."""
     return {f"charts/{chart}_{name}": masked_mean(hits[:, :, part].float(), known[:, :, part])
-            for name, part in parts.items() if hits[:, :, part].numel()}
+            for name, part in kinds.items() if hits[:, :, part].numel()}

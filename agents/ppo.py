@@ -54,9 +54,8 @@ from .operators import EDIT_FIELDS, Members
 from .policy_file import save_policy
 from .ppo_config import PPOConfig
 from .priority_queue import EMPTY, ProgramQueue
-from .program_prior import prior_programs
+from .program_prior import fresh_source
 from .run_data import save_run_data
-from .variation import random_programs
 
 HANDOVER_CHECK_EVERY = 10
 """Steps of the job between the checks for members whose elitist phase has stalled (a host read each)."""
@@ -76,7 +75,7 @@ class PPO:
         self.seeds = tuple(int(seed) for seed in seeds)
         self.programs_per_step = config.batch_size
         s = len(seeds)
-        self.fresh = prior_programs(min(config.initial_length, max_len)) if config.fresh == "prior" else random_programs
+        self.fresh = fresh_source(config.fresh, min(config.initial_length, max_len))
         self.search = MutationSearch(MutationConfig(config.batch_size, config.queue_size, config.max_edits,
                                                     config.initial_length), seeds, max_len, device,
                                      keep_features=config.seeded_islands > 0 or config.elite_fraction > 0,
@@ -85,8 +84,8 @@ class PPO:
         self.islands = Islands(self.generators, config.islands, config.island_size, max_len, config.initial_length,
                                NUM_FEATURES, self.fresh)
         self.learner = EditLearner(config, self.generators, max_len, device)  # drawn even without policy children
-        idioms = prior_programs(min(config.idiom_length, max_len)) if config.fresh == "prior" else random_programs
-        self.island_search = IslandSearch(config, self.learner.policy, idioms)
+        self.island_search = IslandSearch(config, self.learner.policy,
+                                          fresh_source(config.fresh, min(config.idiom_length, max_len)))
         self.elitist = [config.elitist] * s  # on the host: members still in their elitist phase
         self.solved = torch.zeros(s, dtype=torch.bool, device=device)  # [S] the member wrote a solving program
         self.generations = [0] * s  # on the host: generations each member has stepped (its own clock)

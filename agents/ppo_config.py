@@ -8,6 +8,7 @@ per island, C children per island, Q queue size, V variants per parent read, E e
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass, field
 
 from synthenv.checks import require_finite_fields, require_positive_int_fields
@@ -135,7 +136,7 @@ class PPOConfig:
         if self.splice_fraction + self.policy_fraction + self.idiom_fraction > 1.0:
             raise ValueError(f"splice_fraction + policy_fraction + idiom_fraction must be <= 1, got "
                              f"{self.splice_fraction} + {self.policy_fraction} + {self.idiom_fraction}")
-        if self.policy_children + self.splice_children + self.idiom_children > self.children_per_island:
+        if self.child_slots["idiom"].stop > self.children_per_island:
             raise ValueError(f"policy, crossover and idiom children ({self.policy_children} + {self.splice_children} "
                              f"+ {self.idiom_children}, rounded) exceed the {self.children_per_island} children per "
                              "island; lower one of policy_fraction, splice_fraction, idiom_fraction")
@@ -180,10 +181,13 @@ class PPOConfig:
         return round(self.children_per_island * self.idiom_fraction)
 
     @property
-    def first_random_child(self) -> int:
-        """Each island's children are, in this order, the policy's, the crossovers, the idioms, then random
-        variants: the index of the first random variant."""
-        return self.policy_children + self.splice_children + self.idiom_children
+    def child_slots(self) -> dict[str, slice]:
+        """Where each kind of child lies among an island's C children: the policy's variants, then the crossovers,
+        the idioms, and random variants in the rest."""
+        ends = itertools.accumulate((self.policy_children, self.splice_children, self.idiom_children))
+        policy, crossover, idiom = ends
+        return {"policy": slice(0, policy), "crossover": slice(policy, crossover), "idiom": slice(crossover, idiom),
+                "random": slice(idiom, self.children_per_island)}
 
     @property
     def policy_reads(self) -> int:

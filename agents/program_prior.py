@@ -32,7 +32,7 @@ from synthenv.checks import require_finite, require_finite_fields, require_posit
 from synthenv.language import COMMANDS, EOS
 from synthenv.tasks import generated
 
-from .variation import member_uniform
+from .variation import member_uniform, random_programs
 
 END = EOS
 """The program's end, symbol 0 of the model (the commands are 1..8, their tokens)."""
@@ -158,6 +158,12 @@ def load_prior(path: str | os.PathLike = SHIPPED) -> tuple[ProgramPrior, dict]:
 def prior_programs(longest: int) -> PriorPrograms:
     """The shipped prior's pool of fresh programs of at most ``longest`` commands (drawn once per process)."""
     return PriorPrograms(load_prior()[0], longest)
+
+
+def fresh_source(fresh: str, longest: int):
+    """What draws fresh programs of at most ``longest`` commands (``variation.random_programs``' arguments):
+    the shipped prior's pool for ``fresh='prior'``, uniform random commands for ``'uniform'``."""
+    return prior_programs(longest) if fresh == "prior" else random_programs
 
 
 @dataclass(frozen=True)
