@@ -40,7 +40,6 @@ random variants.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -268,10 +267,8 @@ def pretrain(config: PretrainConfig, log=print) -> dict:
     start = time.perf_counter()
     generator = torch.Generator().manual_seed(config.seed)
     evaluator = Evaluator.create()
-    pairs = lambda first, count: [(g.task, g.program) for g in itertools.islice(  # noqa: E731
-        generated.stream("train", first), count)]
-    train_tasks = pairs(config.first_task, config.tasks)
-    validation_tasks = pairs(config.first_task + config.tasks, config.validation_tasks)
+    train_tasks = generated.pairs("train", config.first_task, config.tasks)
+    validation_tasks = generated.pairs("train", config.first_task + config.tasks, config.validation_tasks)
     policy = EditPolicy(config.editor, 1, NUM_FEATURES, [torch.Generator().manual_seed(config.seed)],
                         torch.device("cpu"))
     path = policy_path(config.start)

@@ -130,6 +130,16 @@ def stream(split: str, start: int = 0) -> Iterator[GeneratedTask]:
         yield generate(split, index)
 
 
+def pairs(split: str, start: int, count: int) -> list[tuple[Task, str]]:
+    """Tasks ``start`` to ``start + count - 1`` of ``split``, each with the program it was made from
+    (what pretraining learns from: a task and one known solution).
+
+    >>> [task.name for task, _ in pairs("train", 5, 2)], pairs("train", 5, 1)[0][1] == generate("train", 5).program
+    (['gen-train-5', 'gen-train-6'], True)
+    """
+    return [(g.task, g.program) for g in itertools.islice(stream(split, start), count)]
+
+
 def filter_counts(split: str, count: int, start: int = 0) -> Counter:
     """How many drawn candidates each filter dropped while making tasks ``start`` to ``start + count - 1``;
     ``"kept"`` counts the tasks."""

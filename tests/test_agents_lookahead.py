@@ -28,10 +28,6 @@ SMALL_SEARCH = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16
                          policy="scratch")
 
 
-def _pairs(first: int, count: int) -> list:
-    return [(g.task, g.program) for g in (generated.generate("train", first + i) for i in range(count))]
-
-
 def _every_point_edit(code: str, width: int) -> list[str]:
     """Every program one point edit from ``code``, written out plainly (a substitution by the same command too; an
     insertion into a full program pushes its last command out)."""
@@ -64,7 +60,7 @@ def test_single_edits_are_every_point_edit_of_each_parent(seed):
 
 @pytest.fixture(scope="module")
 def parents():
-    pairs = _pairs(0, 2)
+    pairs = generated.pairs("train", 0, 2)
     _, probes = search_experience(pairs, 8, 0, Evaluator.create(), 16, SMALL_SEARCH, probes_per_generation=2)
     return pairs, probes.every(3)
 
@@ -125,7 +121,7 @@ def test_a_policy_fitted_to_lookahead_examples_prefers_improving_edits_on_tasks_
     evaluator, generator = Evaluator.create(), torch.Generator().manual_seed(0)
 
     def examples(first: int, count: int):
-        pairs = _pairs(first, count)
+        pairs = generated.pairs("train", first, count)
         _, probes = search_experience(pairs, 20, 0, evaluator, 100, SMALL_SEARCH, probes_per_generation=4)
         return label(probes, pairs, evaluator, 3, generator)
 

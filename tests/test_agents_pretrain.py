@@ -32,10 +32,6 @@ from synthenv.tasks import generated
 CPU = torch.device("cpu")
 
 
-def _pairs(first: int, count: int) -> list:
-    return [(g.task, g.program) for g in (generated.generate("train", first + i) for i in range(count))]
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_inverse_edits_undo_every_kind_of_edit(seed):
     gens = [torch.Generator().manual_seed(seed)]
@@ -52,7 +48,7 @@ def test_inverse_edits_undo_every_kind_of_edit(seed):
 
 
 def test_repair_examples_repair_their_task_by_the_reference_interpreter():
-    pairs = _pairs(0, 12)
+    pairs = generated.pairs("train", 0, 12)
     examples = repair_set(pairs, 8, 40, 3, torch.Generator().manual_seed(0), Evaluator.create())
     assert len(examples) > 40
     repaired = decode_batch(apply_edits(examples.parents[None], Edits(*(getattr(examples.edits, n)[None]
@@ -74,8 +70,9 @@ def test_corruptions_are_one_to_max_edits_random_edits_of_the_solution():
 
 def test_pretraining_lowers_the_repair_loss_on_tasks_it_never_saw():
     evaluator, generator = Evaluator.create(), torch.Generator().manual_seed(0)
-    train_set = repair_set(_pairs(0, 150), 16, 100, 3, generator, evaluator)
-    held_out = repair_set(_pairs(10**6, 40), 8, 100, 3, generator, evaluator)  # train split, never trained on
+    train_set = repair_set(generated.pairs("train", 0, 150), 16, 100, 3, generator, evaluator)
+    # the train split, never trained on
+    held_out = repair_set(generated.pairs("train", 10**6, 40), 8, 100, 3, generator, evaluator)
     policy = EditPolicy(EditorConfig(), 1, NUM_FEATURES, [torch.Generator().manual_seed(0)], CPU)
     with torch.no_grad():
         before = float(repair_loss(policy, held_out))
@@ -131,7 +128,7 @@ def test_the_policy_gradient_phase_teaches_the_policy_to_avoid_programs_that_nev
     training tasks, writes far fewer variants that never halt on parents from searches of tasks it never saw
     (each program's status is the engine's, which the differential tests hold to the reference interpreter)."""
     evaluator, generator = Evaluator.create(), torch.Generator().manual_seed(0)
-    train_pairs, held_out = _pairs(0, 4), _pairs(10**6, 4)
+    train_pairs, held_out = generated.pairs("train", 0, 4), generated.pairs("train", 10**6, 4)
     _, parents = search_experience(train_pairs, 30, 0, evaluator, 100)
     _, probes = search_experience(held_out, 30, 1, evaluator, 100)
     policy = EditPolicy(EditorConfig(), 1, NUM_FEATURES, [generator], CPU)
@@ -283,7 +280,7 @@ def test_the_shipped_policy_repairs_held_out_tasks_far_more_often_than_random_ed
     """On tasks of the generated test split (never pretrained on), corrupted by 1-3 random edits, 16 variants
     sampled by the shipped policy restore a solution more than twice as often as 16 random 1-3 point variants."""
     generator, evaluator = torch.Generator().manual_seed(11), Evaluator.create()
-    held_out = [(g.task, g.program) for g in (generated.generate("test", i) for i in range(40))]
+    held_out = generated.pairs("test", 0, 40)
     examples = repair_set(held_out, 8, 100, 3, generator, evaluator)
     policy = EditPolicy(EditorConfig(), 1, NUM_FEATURES, [torch.Generator().manual_seed(0)], CPU)
     start_policy(policy, load_policy(SHIPPED), SHIPPED)
@@ -298,7 +295,7 @@ def test_search_experience_is_the_random_edits_that_beat_their_island_best_by_th
     """Every example of ``search_experience`` is a parent that its island search drew, with its feedback, and
     random edits whose child scores above the parent (it beat its island's best, which is at least the
     parent's reward) by the reference interpreter; every probe's reward is its own, at most its island's best."""
-    pairs = _pairs(0, 3)
+    pairs = generated.pairs("train", 0, 3)
     config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, elitist=False, policy_fraction=0.0,
                        policy="scratch")
     examples, probes = search_experience(pairs, 12, 0, Evaluator.create(), 40, config, probes_per_generation=4)
@@ -325,7 +322,7 @@ def test_the_probe_rates_count_the_variants_that_beat_their_island_best_and_thos
     """Probes whose island best is the parent's own reward: the edits known to beat them score 1, edits that
     change nothing score 0, and half of each makes one half. The step-limit rate of variants that change nothing
     is the share of parents that never halt by the reference interpreter (a loop that never ends is added)."""
-    pairs = _pairs(0, 2)
+    pairs = generated.pairs("train", 0, 2)
     config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, elitist=False, policy_fraction=0.0,
                        policy="scratch")
     evaluator = Evaluator.create()
