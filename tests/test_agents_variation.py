@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from synthenv.agents.common import generator_states, load_generator_states
 from synthenv.agents.editor import EditorConfig, EditPolicy, _inverse_cdf, edit_entropy, edit_log_probs
 from synthenv.agents.priority_queue import EMPTY, ProgramQueue
 from synthenv.agents.rows import canonical, first_occurrences, program_lengths, row_hashes, top_unique
@@ -317,10 +318,9 @@ def test_the_c_operators_equal_the_torch_ones(seed):
         assert torch.equal(apply_edits(parents, e, impl="native"), apply_edits(parents, e, impl="torch"))
     for operator, longest in ((splice, 12), (insert_pieces, 5)):  # the same cut points drawn for both
         seconds = random_programs(gens, (300,), 12, longest, CPU)
-        state = [g.get_state() for g in gens]
+        state = generator_states(gens)
         native = operator(gens, parents, seconds, impl="native")
-        for g, s in zip(gens, state):
-            g.set_state(s)
+        load_generator_states(gens, state)
         assert torch.equal(native, operator(gens, parents, seconds, impl="torch"))
     assert torch.equal(row_hashes(parents, impl="native"), row_hashes(parents, impl="torch"))
     ragged = torch.where(torch.rand(parents.shape, generator=gens[0]) < 0.1, 0, parents)  # EOS anywhere
