@@ -174,27 +174,37 @@ class Trainer:
         return results
 
     def _save_for_later(self, results: list[RunResult]) -> None:
-        """The fine-tuned policy (``policy_out``: the seed whose policy was updated most, then the first to solve,
-        then the best) and each run's improving edits and solution (in its run directory, for ``synthenv pretrain
-        --from-runs``), where the algorithm has them."""
+        """The fine-tuned policy (``policy_out``) and each run's improving edits and solution (in its run directory,
+        for ``synthenv pretrain --from-runs``), where the algorithm has them."""
         if self.config.policy_out:
-            updates = self.algorithm.policy_updates()
-            member = max(range(len(results)), key=lambda i: (updates[i], results[i].solved, -results[i].npe
-                                                             if results[i].solved else 0, results[i].best_reward, -i))
-            result = results[member]
-            self.algorithm.save_policy(self.config.policy_out, member, {
-                "fine_tuned_on": self.task.name, "seed": result.seed, "solved": result.solved, "npe": result.npe,
-                "updates": updates[member]})
-            if not updates[member]:
-                warnings.warn(f"--policy-out {self.config.policy_out}: no seed's edit policy was updated (every seed "
-                              "solved or stopped before its policy's first update), so the file holds the policy the "
-                              "run started from; to fine-tune one, run without the elitist phase (--no-elitist) or "
-                              "on a task it does not solve at once", stacklevel=2)
+            self._save_policy(results)
         if hasattr(self.algorithm, "save_run_data"):
             for member, (result, run_dir) in enumerate(zip(results, self.run_dirs)):
                 if run_dir is not None:
                     self.algorithm.save_run_data(str(Path(run_dir) / RUN_DATA), self.task, member,
                                                  result.best_program if result.solved else None)
+
+    def _save_policy(self, results: list[RunResult]) -> None:
+        """Save to ``policy_out`` the policy of the seed whose policy was updated most, then the first to solve, then
+        the best, then the first. Under a team the choice spans every rank's seeds (in seed order: each rank trains a
+        contiguous share) and only the rank that trained that seed writes. # sync point (under a team)"""
+        updates = self.algorithm.policy_updates()
+        merits = [(updates[i], result.solved, -result.npe if result.solved else 0, result.best_reward)
+                  for i, result in enumerate(results)]
+        parts = [merits] if self.team is None else self.team.all_gather_objects(merits)  # each rank's, in rank order
+        every = [(rank, i, merit) for rank, part in enumerate(parts) for i, merit in enumerate(part)]
+        rank, member, _ = every[max(range(len(every)), key=lambda j: (*every[j][2], -j))]
+        if rank != (0 if self.team is None else self.team.rank):
+            return  # another rank trained it, and saves it
+        result = results[member]
+        self.algorithm.save_policy(self.config.policy_out, member, {
+            "fine_tuned_on": self.task.name, "seed": result.seed, "solved": result.solved, "npe": result.npe,
+            "updates": updates[member]})
+        if not updates[member]:
+            warnings.warn(f"--policy-out {self.config.policy_out}: no seed's edit policy was updated (every seed "
+                          "solved or stopped before its policy's first update), so the file holds the policy the "
+                          "run started from; to fine-tune one, run without the elitist phase (--no-elitist) or "
+                          "on a task it does not solve at once", stacklevel=2)
 
     def _sync(self, logger: RunLogger, final: bool = False) -> bool:
         """Log, checkpoint, and say whether the job is done. # sync point (once per log_every steps)."""
@@ -286,8 +296,9 @@ def train(config: TrainConfig, team: Team | None = None) -> list[RunResult] | No
     ranks: each rank trains its share as one batched job; with ``config.share_every`` the members of
     every rank exchange their best programs. Progress is shown by rank 0; TensorBoard logs are written
     by each rank for its own seeds; each rank writes its own checkpoint file
-    (``distributed.rank_checkpoint``), and a set resumes only on as many ranks. Rank 0 returns every
-    seed's result in seed order (``programs_per_s`` is the whole job's), the other ranks None.
+    (``distributed.rank_checkpoint``), and a set resumes only on as many ranks. The fine-tuned policy
+    (``policy_out``) is chosen over every rank's seeds and written once, by the rank that trained it. Rank 0
+    returns every seed's result in seed order (``programs_per_s`` is the whole job's), the other ranks None.
 
     >>> [r.solved for r in train(TrainConfig(task="print-hello", algo="ga", npe=200, seeds=(0, 1), log_dir=None,
     ...                                      progress=False, max_len=8))]

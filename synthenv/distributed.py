@@ -240,6 +240,12 @@ class Team:
         dist.gather_object(value, out, dst=0, group=self.control)
         return out
 
+    def all_gather_objects(self, value: object) -> list:
+        """Every rank's ``value`` (picklable) on every rank, in rank order."""
+        values = [None] * self.world_size
+        dist.all_gather_object(values, value, group=self.control)
+        return values
+
     def broadcast(self, value: object) -> object:
         """Rank 0's ``value`` on every rank."""
         box = [value]
@@ -254,8 +260,7 @@ class Team:
 
     def require_equal(self, what: str, value: object, fix: str) -> None:
         """Raise ``UserError`` on every rank unless every rank has the same ``value`` of ``what``."""
-        values = [None] * self.world_size
-        dist.all_gather_object(values, value, group=self.control)
+        values = self.all_gather_objects(value)
         if any(v != values[0] for v in values):
             listed = ", ".join(f"rank {r}: {v}" for r, v in enumerate(values))
             raise UserError(f"the ranks have different {what} ({listed}); {fix}")

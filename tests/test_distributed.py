@@ -19,6 +19,7 @@ import torch
 
 from synthenv import distributed
 from synthenv.agents import PPOConfig, TrainConfig, Trainer
+from synthenv.agents.policy_file import load_policy
 from synthenv.cli import main
 from synthenv.distributed import Team
 
@@ -129,6 +130,28 @@ def test_a_program_found_on_rank_0_reaches_the_queues_of_rank_1(tmp_path):
                              "run the same synthenv command") == 2
     assert "rank 1 queue tops: [',[.,]'] [2.0]" in done.stdout
     assert "rank 0 queue tops: [',[.,]', ',[.,]'] [2.0, 2.0]" in done.stdout
+
+
+def test_policy_out_over_two_ranks_saves_the_seed_fine_tuned_most_once(tmp_path):
+    """As in one process (tests/test_agents_pretrain.py): seed 0 solves print-hello in its elitist phase, its policy
+    never updated, and seed 1 later, after its policy learned. Over two ranks, a seed each, the choice spans both:
+    rank 1 saves seed 1's policy, and rank 0 neither writes nor warns that no policy was updated."""
+    done = run_worker(tmp_path, """
+        import warnings
+        from synthenv.agents import PPOConfig, TrainConfig
+        from synthenv.agents.trainer import train
+        config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, update_every=2,
+                           fresh="uniform", idiom_fraction=0.0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            train(TrainConfig(task="print-hello", algo="ppo", algo_config=config, npe=256 * 400, seeds=(0, 1),
+                              log_dir=None, progress=False, policy_out="tuned.pt"), team)
+        print(f"rank {team.rank} warned: {sum('--policy-out' in str(w.message) for w in caught)}")
+    """)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "rank 0 warned: 0" in done.stdout and "rank 1 warned: 0" in done.stdout
+    card = load_policy(tmp_path / "tuned.pt").card
+    assert card["seed"] == 1 and card["updates"] > 0 and card["solved"]
 
 
 def test_a_rank_that_raises_ends_the_job_and_rank_0_names_it(tmp_path):
