@@ -31,6 +31,9 @@ SMALL = {
     "pqt": dict(batch_size=8), "pg-pqt": dict(batch_size=8), "reinforce": dict(batch_size=8),
 }
 
+STEP_LIMIT = 100
+"""The env's step limit on the GPU path here: several of the torch engine's periodic checks per evaluation."""
+
 
 def gpu_path_trainer(algo: str, monkeypatch, seeds: tuple[int, ...] = (0,), **changes) -> Trainer:
     monkeypatch.setattr(rows, "native", lambda *tensors: None)  # the torch operators, as on a GPU
@@ -39,7 +42,10 @@ def gpu_path_trainer(algo: str, monkeypatch, seeds: tuple[int, ...] = (0,), **ch
     trainer = Trainer(TrainConfig(task="reverse-tune", algo=algo, max_len=12, algo_config=config, log_dir=None,
                                   progress=False, npe=10**6, seeds=seeds))
     evaluator = Evaluator(TraditionalCompiler(impl="torch"), engines.get("torch"), scorer="torch")
-    trainer.env = SynthVecEnv(trainer.task, trainer.num_members * trainer.batch, mode="program", max_len=12,
+    # a short step limit: every engine iteration makes the same ops, and the default agent's fresh programs (samples
+    # of its prior: balanced loops) often never halt, so at the task's own limit a step would take seconds
+    task = dataclasses.replace(trainer.task, max_steps=STEP_LIMIT)
+    trainer.env = SynthVecEnv(task, trainer.num_members * trainer.batch, mode="program", max_len=12,
                               evaluator=evaluator, validate_actions=False)
     trainer.env.reset(seed=0)
     for _ in range(2):  # warm-up: tables built once per device, queues filled, a policy update done
