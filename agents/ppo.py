@@ -4,8 +4,9 @@ edit operator.
 Batched over S members (seeds), built from parts, each one click away:
 
 - **the elitist phase** (``agents.mutation``): each member starts as the mutation baseline's search
-  (random variants of its queue of best programs; with ``fresh='uniform'`` and the same seed, the very
-  programs the baseline writes), which solves the easy tasks fastest. The search's elite is the member's
+  (random variants of its queue of best programs; with ``fresh='uniform'``, ``library='none'`` and the same seed,
+  the very programs the baseline writes), which solves the easy tasks fastest. Its first generation runs the
+  *library* of known programs (``agents.library``: the solutions of the training tasks) before fresh programs. The search's elite is the member's
   *queue* throughout: after the hand-over it keeps the best programs of all its islands, their crossover mates.
 - **the hand-over**: when a member's queue has not changed for ``elitist_patience`` generations (the
   baseline has frozen: from then on it draws from the same distribution of children forever), the
@@ -49,6 +50,7 @@ from .feedback import NUM_FEATURES, Feedback
 from .island_search import IslandProposal, IslandSearch
 from .islands import Islands
 from .learner import EditLearner
+from .library import load_library
 from .mutation import MutationConfig, MutationSearch
 from .operators import EDIT_FIELDS, Members
 from .policy_file import save_policy
@@ -80,6 +82,11 @@ class PPO:
                                                     config.initial_length), seeds, max_len, device,
                                      keep_features=config.seeded_islands > 0 or config.elite_fraction > 0,
                                      fresh=self.fresh)
+        library = load_library(config.library)
+        self.library_slots = 0  # the first generation's slots that hold the library's programs
+        if library is not None:  # the first generation runs the known programs before fresh ones
+            self.search.children = library.first_generation(self.search.children, self.search.generators)
+            self.library_slots = min(len(library.tokens(max_len, device)), config.batch_size)
         self.generators = member_generators(seeds, device)  # the islands', the operators' and the learner's
         self.islands = Islands(self.generators, config.islands, config.island_size, max_len, config.initial_length,
                                NUM_FEATURES, self.fresh)
@@ -143,6 +150,8 @@ class PPO:
 
     def learn(self, feedback: Feedback) -> dict[str, torch.Tensor]:
         config, s, proposal = self.config, len(self.seeds), self._proposal
+        if self.step_count == 0 and config.library_kept < self.library_slots:
+            feedback = self._keep_best_known(feedback)
         self.search.remember(feedback)  # every stepping member's programs offered to its queue
         self.solved = self.solved | (feedback.solved.any(1) & self._masks(self.stepping))
         stats = {"programs/queue_best": self.queue.rewards[:, 0], "programs/queue_worst": self.queue.rewards[:, -1],
@@ -179,6 +188,17 @@ class PPO:
         if any(self.elitist) and self.step_count % HANDOVER_CHECK_EVERY == 0:
             self._hand_over_stalled()
         return stats
+
+    def _keep_best_known(self, feedback: Feedback) -> Feedback:
+        """The first generation's ``feedback`` with only the ``library_kept`` best of the library's programs (and any
+        that solved) offered to the queue: the others' rewards are ``EMPTY``."""
+        n, kept = self.library_slots, self.config.library_kept
+        known = feedback.rewards[:, :n]
+        keep = feedback.solved[:, :n].clone()
+        if kept:
+            keep.scatter_(1, known.topk(kept, dim=1).indices, True)
+        rewards = torch.cat([torch.where(keep, known, EMPTY), feedback.rewards[:, n:]], dim=1)
+        return dataclasses.replace(feedback, rewards=rewards)
 
     def _members(self, ids: tuple[int, ...]) -> Members:
         """The members ``ids`` (all of them: no index)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from synthenv.checks import require_finite_fields, require_positive_int_fields
 
 from .editor import EditorConfig
+from .library import require_library
 from .policy_file import require_start
 
 
@@ -55,6 +56,14 @@ class PPOConfig:
     their parents and an island drifts across a plateau (False: the older program keeps its place)."""
     initial_length: int = 20
     """Fresh programs (the start, restarts) have 1 .. initial_length commands."""
+    library: str = "shipped"
+    """Known programs the first generation runs before its fresh ones (agents/library.py): 'shipped' (the unique
+    solutions of the generated training tasks the shipped policy was pretrained on), 'none' (fresh programs only) or
+    the path of a library file (synthenv library --out: training tasks' solutions and those that runs found)."""
+    library_kept: int = 64
+    """How many of the library's programs, its best on the task, the first generation offers to the member's queue
+    (beside its fresh programs); the others count only if they solve the task (0: the library is only searched for
+    a solution; queue_size or more: all of them compete for the queue)."""
     fresh: str = "prior"
     """Where fresh programs come from: 'prior' (samples of a Markov model of generated training tasks' solutions,
     agents.program_prior: BF's idioms, loops balanced) or 'uniform' (uniform random commands)."""
@@ -150,6 +159,10 @@ class PPOConfig:
                               low_open=True)
         require_finite_fields(self, "pg_weight", "queue_weight", "entropy_coef", low=0.0)
         require_start("policy", self.policy)
+        require_library("library", self.library)
+        if not isinstance(self.library_kept, int) or isinstance(self.library_kept, bool) or self.library_kept < 0:
+            raise ValueError(f"library_kept must be an int >= 0 (library programs offered to the queue), got "
+                             f"{self.library_kept!r}")
         if self.fresh not in ("uniform", "prior"):
             raise ValueError(f"fresh must be 'uniform' or 'prior', got {self.fresh!r}")
         if self.editor.max_edits != self.max_edits:

@@ -28,6 +28,7 @@ from .variation import Edits
 FORMAT = "synthenv-run-data"
 VERSION = 1
 FILE_NAME = "edits.pt"
+FIX = "pass folders of runs written by synthenv train (the default agent, with logs)"
 
 
 def save_run_data(path: str | os.PathLike, task: Task, imitation: ProgramQueue, member: int,
@@ -45,28 +46,45 @@ def save_run_data(path: str | os.PathLike, task: Task, imitation: ProgramQueue, 
 
 def load_run_data(path: str | os.PathLike, max_len: int) -> tuple[RepairSet, Task, str | None]:
     """One file: its improving edits (as repair examples of width ``max_len``), its task and its solution."""
-    fix = "pass folders of runs written by synthenv train (the default agent, with logs)"
-    state = load_checkpoint(path, map_location="cpu", required_keys=("format", "task", "parents", "edits"), fix=fix)
+    state = load_checkpoint(path, map_location="cpu", required_keys=("format", "task", "parents", "edits"), fix=FIX)
     if state.get("format") != FORMAT or state.get("version") != VERSION:
-        raise CheckpointError(f"{str(path)!r} is not a synthenv run-data file (version {VERSION}); {fix}")
+        raise CheckpointError(f"{str(path)!r} is not a synthenv run-data file (version {VERSION}); {FIX}")
     spec = state["task"]
     task = Task(spec["name"], tuple((tuple(i), tuple(o)) for i, o in spec["cases"]), spec["base"], spec["max_steps"],
                 spec["strict_syntax"])
     parents = state["parents"]
     if parents.dim() != 2 or state["features"].shape[-1:] != (NUM_FEATURES,) or parents.shape[1] > max_len:
-        raise CheckpointError(f"{str(path)!r} holds programs of another shape ({tuple(parents.shape)}); {fix}")
+        raise CheckpointError(f"{str(path)!r} holds programs of another shape ({tuple(parents.shape)}); {FIX}")
     parents = torch.nn.functional.pad(parents, (0, max_len - parents.shape[1]))
     edits = Edits(*(state["edits"][name] for name in EDIT_FIELDS))
     examples = RepairSet(parents, state["features"].float(), edits, torch.full((parents.shape[0],), -1))
     return examples, task, state.get("solution") or None
 
 
-def load_runs(directory: str | os.PathLike, max_len: int) -> tuple[RepairSet | None, list[tuple[Task, str]]]:
-    """Every run-data file under ``directory``: their improving edits joined (None: none), and the (task,
-    solution) pairs of the runs that solved."""
+def run_solutions(directory: str | os.PathLike) -> list[str]:
+    """The solutions of the runs under ``directory`` that solved their task, in path order."""
+    root = _run_root(directory)
+    solutions = []
+    for path in sorted(root.rglob(FILE_NAME)):
+        state = load_checkpoint(path, map_location="cpu", required_keys=("format", "solution"), fix=FIX)
+        if state.get("format") != FORMAT or state.get("version") != VERSION or not isinstance(state["solution"], str):
+            raise CheckpointError(f"{str(path)!r} is not a synthenv run-data file (version {VERSION}); {FIX}")
+        if state["solution"]:
+            solutions.append(state["solution"])
+    return solutions
+
+
+def _run_root(directory: str | os.PathLike) -> Path:
     root = Path(directory)
     if not root.is_dir():
         raise FileNotFoundError(2, "No such directory (the runs to learn from, --from-runs)", str(root))
+    return root
+
+
+def load_runs(directory: str | os.PathLike, max_len: int) -> tuple[RepairSet | None, list[tuple[Task, str]]]:
+    """Every run-data file under ``directory``: their improving edits joined (None: none), and the (task,
+    solution) pairs of the runs that solved."""
+    root = _run_root(directory)
     parts, solved = [], []
     for path in sorted(root.rglob(FILE_NAME)):
         examples, task, solution = load_run_data(path, max_len)

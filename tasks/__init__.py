@@ -115,7 +115,7 @@ UnknownTaskError = UnknownNameError
 
 
 SUITE_SPECS = ("paper", "tuning", "tune", "starter", "user", "all", "generated-train:<count>",
-               "generated-test:<count>", "generated-test:<start>:<stop>")
+               "generated-test:<count>", "generated-test:<start>:<stop>", "generated-unseen:<count>")
 """What ``expand`` accepts besides task names and task files."""
 
 _GENERATED_SPEC = re.compile(r"generated-(?P<split>[^:]*):(?P<first>[0-9]+)(?::(?P<second>[0-9]+))?")
@@ -124,8 +124,9 @@ _GENERATED_SPEC = re.compile(r"generated-(?P<split>[^:]*):(?P<first>[0-9]+)(?::(
 def expand(specs: str | Sequence[str]) -> list[str]:
     """Task names for table rows, in order: a suite (``"paper"``: the 26, ``"tuning"`` or ``"tune"``,
     ``"starter"``, ``"user"``, ``"all"``: every registered task), a slice of a generated split
-    (``"generated-test:50"``: the first 50 test tasks; ``"generated-train:100:200"``: train tasks 100 to 199),
-    or a task name or ``*.json`` task file, which stays as it is. Each name is checked; a file is read later.
+    (``"generated-test:50"``: the first 50 test tasks; ``"generated-train:100:200"``: train tasks 100 to 199), the
+    first test tasks that no solution of the training tasks the shipped policy saw solves (``"generated-unseen:20"``,
+    ``generated.unseen``), or a task name or ``*.json`` task file, which stays as it is. Each name is checked; a file is read later.
 
     >>> expand(["tune", "add", "generated-train:2"])
     ['reverse-tune', 'remove-char-tune', 'add', 'gen-train-0', 'gen-train-1']
@@ -153,6 +154,12 @@ def expand(specs: str | Sequence[str]) -> list[str]:
 
 
 def _expand_generated(spec: str) -> list[str]:
+    if spec.startswith("generated-unseen"):
+        count = spec.removeprefix("generated-unseen:")
+        if not re.fullmatch(r"[1-9][0-9]{0,5}", count):
+            raise UserError(f"the unseen test tasks are generated-unseen:<count> with count in 1 .. 999999, got "
+                            f"{spec!r}; e.g. 'generated-unseen:20'")
+        return [f"gen-test-{i}" for i in generated.unseen(int(count))]
     match = _GENERATED_SPEC.fullmatch(spec)
     if match is None:
         raise UserError(f"a generated suite is generated-<split>:<count> or generated-<split>:<start>:<stop> "

@@ -60,6 +60,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -138,6 +139,55 @@ def pairs(split: str, start: int, count: int) -> list[tuple[Task, str]]:
     (['gen-train-5', 'gen-train-6'], True)
     """
     return [(g.task, g.program) for g in itertools.islice(stream(split, start), count)]
+
+
+SEEN_TASKS = 4000
+"""The training tasks whose solutions ``TRAIN_SOLUTIONS`` holds: 0 .. 3999, what the shipped edit policy was
+pretrained on."""
+TRAIN_SOLUTIONS = Path(__file__).resolve().parent / "train_solutions.txt"
+"""The unique solutions of training tasks 0 .. ``SEEN_TASKS`` - 1, one per line after ``#`` comment lines (written by
+``synthenv library``; the default agent's shipped library of known programs)."""
+
+
+@functools.cache
+def train_solutions() -> tuple[str, ...]:
+    """The programs of ``TRAIN_SOLUTIONS``, in order."""
+    lines = TRAIN_SOLUTIONS.read_text(encoding="utf-8").splitlines()
+    return tuple(line for line in lines if line and not line.startswith("#"))
+
+
+def seen(task: Task) -> bool:
+    """Whether a solution of training tasks 0 .. ``SEEN_TASKS`` - 1 solves ``task``: its test set cannot tell it
+    apart from a task an agent pretrained on those tasks has seen (the stream is not de-duplicated, and many short
+    programs recur).
+
+    >>> seen(generate("test", 0).task), seen(generate("test", 1).task)
+    (True, False)
+    """
+    runs = _runner().run(_seen_programs(), task, None, early_abort=True)
+    return bool(_solved(runs, task).any())
+
+
+def unseen(count: int, start: int = 0) -> list[int]:
+    """The indices of the first ``count`` test tasks from ``start`` on that are not ``seen``: held-out tasks whose
+    behaviour no training solution has.
+
+    >>> unseen(3)
+    [1, 3, 6]
+    """
+    check_index(start, "test")
+    found: list[int] = []
+    for index in itertools.count(start):
+        if len(found) == count:
+            return found
+        if not seen(generate("test", index).task):
+            found.append(index)
+    raise AssertionError("unreachable")
+
+
+@functools.cache
+def _seen_programs():
+    return _runner().compile(list(train_solutions()))
 
 
 def filter_counts(split: str, count: int, start: int = 0) -> Counter:
@@ -387,13 +437,23 @@ def solves_a_known_task(program: str) -> list[str]:
     >>> solves_a_known_task(",>,[<+>-]<.>.")
     ['add']
     """
-    runner, compiled, found = _runner(), None, []
+    return known_tasks_solved([program])[0]
+
+
+def known_tasks_solved(programs: Sequence[str]) -> list[list[str]]:
+    """For each of ``programs``, the paper and tuning tasks it solves (``solves_a_known_task``), in one batch.
+
+    >>> known_tasks_solved([",>,[<+>-]<.>.", ",."])
+    [['add'], []]
+    """
+    runner, compiled, found = _runner(), None, [set() for _ in programs]
     for union in _union_tasks():
-        compiled = compiled if compiled is not None else runner.compile([program])
-        runs = runner.run(compiled, union.task, None, early_abort=False)
-        correct = _case_correct(runs, union.task)[0]  # [K]
-        found += [name for name, (a, b) in union.slices.items() if correct[a:b].all()]
-    return [name for name in KNOWN_SOLUTIONS if name in found]
+        compiled = compiled if compiled is not None else runner.compile(list(programs))
+        correct = _case_correct(runner.run(compiled, union.task, None, early_abort=False), union.task)  # [N, K]
+        for name, (a, b) in union.slices.items():
+            for row in correct[:, a:b].all(1).nonzero()[0]:
+                found[row].add(name)
+    return [[name for name in KNOWN_SOLUTIONS if name in names] for names in found]
 
 
 _TINY = tuple("".join(p) for n in range(1, TINY_LENGTH + 1) for p in itertools.product(COMMANDS, repeat=n))

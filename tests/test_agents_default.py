@@ -37,8 +37,9 @@ def run_steps(config: PPOConfig, steps: int = 6, task: str = "reverse-tune") -> 
 
 def test_the_elitist_phase_is_the_mutation_baseline():
     """Until it hands over, each member writes exactly the programs of the mutation baseline with its seed (from
-    the baseline's uniform fresh programs)."""
-    ppo = _trainer("ppo", dataclasses.replace(SMALL, elitist=True, elitist_patience=10**6, fresh="uniform"),
+    the baseline's uniform fresh programs, without a library)."""
+    ppo = _trainer("ppo", dataclasses.replace(SMALL, elitist=True, elitist_patience=10**6, fresh="uniform",
+                                              library="none"),
                    seeds=(1, 2))
     mutation = _trainer("mutation", MutationConfig(batch_size=64, elite=8, max_edits=SMALL.max_edits,
                                                    initial_length=SMALL.initial_length), seeds=(1, 2))

@@ -261,7 +261,7 @@ def test_policy_out_saves_the_seed_fine_tuned_most_and_warns_when_none_was(tmp_p
     policy is saved. On echo both seeds solve in their elitist phase: the file is the start policy, and a warning
     says so."""
     config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, update_every=2, fresh="uniform",
-                       idiom_fraction=0.0)
+                       idiom_fraction=0.0, library="none")
     job = dict(algo="ppo", algo_config=config, npe=256 * 400, seeds=(0, 1), log_dir=None, progress=False)
     trainer = Trainer(TrainConfig(task="print-hello", policy_out=str(tmp_path / "tuned.pt"), **job))
     first, second = trainer.run()

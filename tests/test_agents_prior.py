@@ -70,7 +70,8 @@ def test_each_member_draws_from_its_own_generator_only():
 
 
 def test_the_default_agent_starts_from_the_prior_pool_and_uniform_starts_elsewhere():
-    config = PPOConfig(batch_size=64, islands=2, island_size=4, queue_size=4, variants_per_parent=1)  # the default
+    config = PPOConfig(batch_size=64, islands=2, island_size=4, queue_size=4, variants_per_parent=1,
+                       library="none")  # the default's fresh programs (with a library, its programs come first)
     agent = PPO(config, seeds=(0, 1), max_len=24, device=CPU)
     pool = set(decode_batch(agent.fresh.pool))
     first = decode_batch(agent.propose().flatten(0, 1))  # the elitist phase's first generation

@@ -25,9 +25,10 @@ from synthenv.agents.policies import PolicyConfig
 
 FIXTURE = Path(__file__).parent / "fixtures" / "agent_programs.json"
 STEPS = 60
+# the fixture predates the prior, idioms and the library
 SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_every=2, update_batch=16,
                   policy_fraction=0.25, splice_fraction=0.25, patience=3, elitist_patience=2, islands_every=2,
-                  policy="scratch", fresh="uniform", idiom_fraction=0.0)  # the fixture predates the prior and idioms
+                  policy="scratch", fresh="uniform", idiom_fraction=0.0, library="none")
 PG = dict(batch_size=16, policy=PolicyConfig(hidden=8, embedding=4, layers=1))
 RUNS = {
     "ppo": ("ppo", SMALL, "reverse-tune", {}),

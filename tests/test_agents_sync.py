@@ -73,8 +73,9 @@ def test_the_default_agent_syncs_only_to_hand_over(monkeypatch):
 
 
 def test_the_default_agent_syncs_only_to_hand_over_with_members_in_both_phases(monkeypatch):
-    """Seeds 0 and 1 hand over at different steps: between them the islands run for one seed only."""
-    trainer = gpu_path_trainer("ppo", monkeypatch, elitist=True, elitist_patience=1, seeds=(0, 1))
+    """Seeds 0 and 1 hand over at different steps (from fresh programs alone): between them the islands run for one
+    seed only."""
+    trainer = gpu_path_trainer("ppo", monkeypatch, elitist=True, elitist_patience=1, seeds=(0, 1), library="none")
     phases = []
     with forbid_host_sync(allow=("torch_engine_check", "elitist_handover")) as guard:
         for _ in range(20):

@@ -141,7 +141,7 @@ def test_policy_out_over_two_ranks_saves_the_seed_fine_tuned_most_once(tmp_path)
         from synthenv.agents import PPOConfig, TrainConfig
         from synthenv.agents.trainer import train
         config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, update_every=2,
-                           fresh="uniform", idiom_fraction=0.0)
+                           fresh="uniform", idiom_fraction=0.0, library="none")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             train(TrainConfig(task="print-hello", algo="ppo", algo_config=config, npe=256 * 400, seeds=(0, 1),

@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("synthenv.cli.train", "TrainCommand"),
     "pretrain": ("synthenv.cli.pretrain", "PretrainCommand"),
     "fit-prior": ("synthenv.cli.fit_prior", "FitPriorCommand"),
+    "library": ("synthenv.cli.library", "LibraryCommand"),
     "table": ("synthenv.cli.table", "TableCommand"),
     "bench-agents": ("synthenv.cli.bench_agents", "BenchAgentsCommand"),
     "doctor": ("synthenv.cli.doctor", "DoctorCommand"),
