@@ -57,9 +57,10 @@ class PPOConfig:
     initial_length: int = 20
     """Fresh programs (the start, restarts) have 1 .. initial_length commands."""
     library: str = "shipped"
-    """Known programs the first generation runs before its fresh ones (agents/library.py): 'shipped' (the unique
-    solutions of the generated training tasks the shipped policy was pretrained on), 'none' (fresh programs only) or
-    the path of a library file (synthenv library --out: training tasks' solutions and those that runs found)."""
+    """Known programs the elitist phase's first generation runs before its fresh ones (agents/library.py; without the
+    elitist phase, none): 'shipped' (the unique solutions of the generated training tasks the shipped policy was
+    pretrained on), 'none' (fresh programs only) or the path of a library file (synthenv library --out: training
+    tasks' solutions and those that runs found)."""
     library_kept: int = 64
     """How many of the library's programs, its best on the task, the first generation offers to the member's queue
     (beside its fresh programs); the others count only if they solve the task (0: the library is only searched for
