@@ -3,9 +3,9 @@
 Algorithms register by name (``agents.registry``); each takes its config, the seeds of the S
 members it trains at once, ``max_len`` and the device:
 
-- ``ppo``: the default agent, an island search with an elitist warm start, a learned program prior and a
-  PPO-trained edit operator (``agents.ppo``, built from ``mutation``, ``island_search``, ``operators``,
-  ``learner``, ``program_prior``).
+- ``ppo``: the default agent, an island search with an elitist warm start, a library of known programs, a
+  learned program prior and a PPO-trained edit operator (``agents.ppo``, built from ``library``, ``mutation``,
+  ``island_search``, ``operators``, ``learner``, ``program_prior``).
 - ``mutation``: elitist mutation search, the plain baseline a learning agent must clear
   (``agents.mutation``).
 - ``pqt``, ``pg-pqt``, ``reinforce``: the PQT paper's policy-gradient family (``agents.pg``).

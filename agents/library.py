@@ -24,6 +24,7 @@ an agent that has solved tasks starts the next one from their solutions.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Iterable
@@ -157,10 +158,16 @@ def make_library(config: LibraryConfig, log=print) -> Library:
 
 
 def load_library(name: str) -> Library | None:
-    """The library ``PPOConfig.library`` names: the shipped one, None for ``none``, or a library file."""
+    """The library ``PPOConfig.library`` names: the shipped one (read once per process), None for ``none``, or a
+    library file."""
     if name == "none":
         return None
-    return read_library(SHIPPED if name == "shipped" else name)
+    return _shipped() if name == "shipped" else read_library(name)
+
+
+@functools.cache
+def _shipped() -> Library:
+    return read_library(SHIPPED)
 
 
 def require_library(name: str, value: object) -> None:

@@ -1,13 +1,14 @@
-"""synthenv's default agent: an island search with an elitist warm start, a learned program prior and a PPO-trained
-edit operator.
+"""synthenv's default agent: an island search with an elitist warm start, a library of known programs, a learned
+program prior and a PPO-trained edit operator.
 
 Batched over S members (seeds), built from parts, each one click away:
 
 - **the elitist phase** (``agents.mutation``): each member starts as the mutation baseline's search
   (random variants of its queue of best programs; with ``fresh='uniform'``, ``library='none'`` and the same seed,
   the very programs the baseline writes), which solves the easy tasks fastest. Its first generation runs the
-  *library* of known programs (``agents.library``: the solutions of the training tasks) before fresh programs. The search's elite is the member's
-  *queue* throughout: after the hand-over it keeps the best programs of all its islands, their crossover mates.
+  *library* of known programs (``agents.library``: the solutions of the training tasks) before fresh programs. The
+  search's elite is the member's *queue* throughout: after the hand-over it keeps the best programs of all its
+  islands, their crossover mates.
 - **the hand-over**: when a member's queue has not changed for ``elitist_patience`` generations (the
   baseline has frozen: from then on it draws from the same distribution of children forever), the
   member hands over to its islands (checked every ``HANDOVER_CHECK_EVERY`` steps of the job, the one

@@ -5,8 +5,9 @@ At the end of a run that logs (``log_dir``), each member of the default agent wr
 best improving edits of its imitation queue (each a parent, its feedback and the edits that beat
 it) and the program that solved the task, if one did. ``synthenv pretrain --from-runs DIR`` reads
 every such file under DIR (``load_runs``) and adds them to its data: the edits as they are, the
-solution as one more task to corrupt and repair. The files are untrusted data (read with
-``torch.load(weights_only=True)``, a bad one refused in one line).
+solution as one more task to corrupt and repair. ``synthenv library --from-runs DIR`` adds the
+solutions to a library of known programs (``run_solutions``). The files are untrusted data (read
+with ``torch.load(weights_only=True)``, a bad one refused in one line).
 """
 
 from __future__ import annotations
