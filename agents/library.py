@@ -3,8 +3,8 @@
 An agent that has seen thousands of tasks should not rediscover on every task the programs that solved
 them. The default agent's first generation runs every program of its library before any fresh program
 (``first_generation``): a task that a known program solves is solved at once, and the elitist phase starts
-from the known programs that score best, the idioms of related tasks, instead of from fresh ones alone.
-Running them costs one generation: the shipped library (``SHIPPED``) holds the unique solutions of generated
+from the known programs that score best, the idioms of related tasks, instead of from fresh ones alone
+(``PPOConfig.library_kept``: how many of them its queue is offered). Running them costs one generation: the shipped library (``SHIPPED``) holds the unique solutions of generated
 training tasks 0-3999 (the tasks the shipped edit policy was pretrained on), 2 660 programs of 4 to 30 commands,
 fewer than the default's 4 096 programs a generation. None of them solves a paper or tuning task (the stream is
 decontaminated); held-out generated tasks that one of them solves are ``generated.seen``.
@@ -43,8 +43,6 @@ from .variation import member_uniform
 SHIPPED = generated.TRAIN_SOLUTIONS
 """The library shipped in the package, ``tasks/train_solutions.txt`` (BENCHMARKS.md: the command that reproduces
 it); ``generated.seen`` asks whether one of its programs solves a task."""
-NAMED = ("shipped", "none")
-"""The libraries ``PPOConfig.library`` names without a path."""
 
 
 class Library:
