@@ -176,6 +176,8 @@ def unseen(count: int, start: int = 0) -> list[int]:
     [1, 3, 6]
     """
     check_index(start, "test")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise UserError(f"count must be an int >= 0 (unseen test tasks), got {count!r}")
     found: list[int] = []
     for index in itertools.count(start):
         if len(found) == count:

@@ -116,6 +116,8 @@ def test_seen_test_tasks_are_those_a_training_solution_solves():
     for spec in ("generated-unseen:0", "generated-unseen:x", "generated-unseen"):
         with pytest.raises(UserError, match="generated-unseen:<count>"):
             tasks.expand(spec)
+    with pytest.raises(UserError, match="count must be an int >= 0"):
+        generated.unseen(-1)
 
 
 def test_synthenv_library_writes_training_and_run_solutions(tmp_path, capsys):
