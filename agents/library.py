@@ -4,9 +4,10 @@ An agent that has seen thousands of tasks should not rediscover on every task th
 them. The default agent's first generation runs every program of its library before any fresh program
 (``first_generation``): a task that a known program solves is solved at once, and the elitist phase starts
 from the known programs that score best, the idioms of related tasks, instead of from fresh ones alone
-(``PPOConfig.library_kept``: how many of them its queue is offered). Running them costs one generation: the shipped library (``SHIPPED``) holds the unique solutions of generated
-training tasks 0-3999 (the tasks the shipped edit policy was pretrained on), 2 660 programs of 4 to 30 commands,
-fewer than the default's 4 096 programs a generation. None of them solves a paper or tuning task (the stream is
+(``PPOConfig.library_kept``: how many of them its queue is offered). Running them costs one generation: the
+shipped library (``SHIPPED``) holds the unique solutions of generated training tasks 0-3999 (the tasks the shipped
+edit policy was pretrained on), 2 660 programs of 4 to 30 commands, fewer than the default's 4 096 programs a
+generation. None of them solves a paper or tuning task (the stream is
 decontaminated); held-out generated tasks that one of them solves are ``generated.seen``.
 
 A library file is plain text: one BF program per line, ``#`` starts a comment line, blank lines are skipped, and
@@ -34,6 +35,7 @@ from pathlib import Path
 import torch
 from synthenv.tasks import generated
 
+from synthenv.checks import require_nonnegative_int
 from synthenv.errors import UserError
 from synthenv.language import COMMANDS, encode_batch
 
@@ -111,7 +113,7 @@ def write_library(path: str | os.PathLike, library: Library, header: Iterable[st
 def build_library(tasks: int, from_runs: str | os.PathLike | None = None) -> tuple[Library, dict[str, int]]:
     """The solutions of generated training tasks 0 .. ``tasks`` - 1, then those that the runs under ``from_runs``
     found; with how many programs each source gave (before duplicates are dropped)."""
-    programs = [generated.generate("train", index).program for index in range(tasks)]
+    programs = [program for _, program in generated.pairs("train", 0, tasks)]
     counts = {"tasks": len(programs)}
     if from_runs is not None:
         solutions = run_solutions(from_runs)
@@ -124,7 +126,7 @@ def build_library(tasks: int, from_runs: str | os.PathLike | None = None) -> tup
 class LibraryConfig:
     """Writing a library file (``synthenv library``)."""
 
-    tasks: int = 4000
+    tasks: int = generated.SEEN_TASKS
     """Generated training tasks 0 .. tasks - 1 whose solutions it holds (0: none)."""
     from_runs: str | None = None
     """A folder of runs of the default agent (synthenv train with logs): the solutions they found are added."""
@@ -132,8 +134,7 @@ class LibraryConfig:
     """Where the library is written."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.tasks, int) or isinstance(self.tasks, bool) or self.tasks < 0:
-            raise ValueError(f"tasks must be an int >= 0 (generated training tasks), got {self.tasks!r}")
+        require_nonnegative_int("tasks", self.tasks, "generated training tasks")
         if not self.tasks and self.from_runs is None:
             raise ValueError("tasks=0 and no from_runs leaves the library empty; give tasks > 0 or from_runs")
 
@@ -165,7 +166,7 @@ def load_library(name: str) -> Library | None:
 
 @functools.cache
 def _shipped() -> Library:
-    return read_library(SHIPPED)
+    return Library(generated.train_solutions())  # the package's own file, read once for generated.seen too
 
 
 def require_library(name: str, value: object) -> None:

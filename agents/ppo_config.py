@@ -11,7 +11,7 @@ import dataclasses
 import itertools
 from dataclasses import dataclass, field
 
-from synthenv.checks import require_finite_fields, require_positive_int_fields
+from synthenv.checks import require_finite_fields, require_nonnegative_int, require_positive_int_fields
 
 from .editor import EditorConfig
 from .library import require_library
@@ -161,9 +161,7 @@ class PPOConfig:
         require_finite_fields(self, "pg_weight", "queue_weight", "entropy_coef", low=0.0)
         require_start("policy", self.policy)
         require_library("library", self.library)
-        if not isinstance(self.library_kept, int) or isinstance(self.library_kept, bool) or self.library_kept < 0:
-            raise ValueError(f"library_kept must be an int >= 0 (library programs offered to the queue), got "
-                             f"{self.library_kept!r}")
+        require_nonnegative_int("library_kept", self.library_kept, "library programs offered to the queue")
         if self.fresh not in ("uniform", "prior"):
             raise ValueError(f"fresh must be 'uniform' or 'prior', got {self.fresh!r}")
         if self.editor.max_edits != self.max_edits:

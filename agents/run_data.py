@@ -47,9 +47,7 @@ def save_run_data(path: str | os.PathLike, task: Task, imitation: ProgramQueue, 
 
 def load_run_data(path: str | os.PathLike, max_len: int) -> tuple[RepairSet, Task, str | None]:
     """One file: its improving edits (as repair examples of width ``max_len``), its task and its solution."""
-    state = load_checkpoint(path, map_location="cpu", required_keys=("format", "task", "parents", "edits"), fix=FIX)
-    if state.get("format") != FORMAT or state.get("version") != VERSION:
-        raise CheckpointError(f"{str(path)!r} is not a synthenv run-data file (version {VERSION}); {FIX}")
+    state = _read(path, "task", "parents", "edits")
     spec = state["task"]
     task = Task(spec["name"], tuple((tuple(i), tuple(o)) for i, o in spec["cases"]), spec["base"], spec["max_steps"],
                 spec["strict_syntax"])
@@ -62,13 +60,21 @@ def load_run_data(path: str | os.PathLike, max_len: int) -> tuple[RepairSet, Tas
     return examples, task, state.get("solution") or None
 
 
+def _read(path: str | os.PathLike, *keys: str) -> dict:
+    """A run-data file's state, refused in one line unless it is one of this version holding ``keys``."""
+    state = load_checkpoint(path, map_location="cpu", required_keys=("format", *keys), fix=FIX)
+    if state.get("format") != FORMAT or state.get("version") != VERSION:
+        raise CheckpointError(f"{str(path)!r} is not a synthenv run-data file (version {VERSION}); {FIX}")
+    return state
+
+
 def run_solutions(directory: str | os.PathLike) -> list[str]:
     """The solutions of the runs under ``directory`` that solved their task, in path order."""
     root = _run_root(directory)
     solutions = []
     for path in sorted(root.rglob(FILE_NAME)):
-        state = load_checkpoint(path, map_location="cpu", required_keys=("format", "solution"), fix=FIX)
-        if state.get("format") != FORMAT or state.get("version") != VERSION or not isinstance(state["solution"], str):
+        state = _read(path, "solution")
+        if not isinstance(state["solution"], str):
             raise CheckpointError(f"{str(path)!r} is not a synthenv run-data file (version {VERSION}); {FIX}")
         if state["solution"]:
             solutions.append(state["solution"])
