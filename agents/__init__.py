@@ -3,9 +3,11 @@
 Algorithms register by name (``agents.registry``); each takes its config, the seeds of the S
 members it trains at once, ``max_len`` and the device:
 
-- ``ppo``: the default agent, an island search with an elitist warm start, a library of known programs, a
-  learned program prior and a PPO-trained edit operator (``agents.ppo``, built from ``library``, ``mutation``,
-  ``island_search``, ``operators``, ``learner``, ``program_prior``).
+- ``islands``: the default agent, an island search with an elitist warm start, a library of known programs and a
+  learned program prior (``agents.ppo``, built from ``library``, ``mutation``, ``island_search``, ``operators``,
+  ``program_prior``).
+- ``ppo``: the same search with a PPO-trained edit operator, an edit policy pretrained across generated tasks and
+  fine-tuned on the task at hand (``learner``, ``editor``).
 - ``mutation``: elitist mutation search, the plain baseline a learning agent must clear
   (``agents.mutation``).
 - ``pqt``, ``pg-pqt``, ``reinforce``: the PQT paper's policy-gradient family (``agents.pg``).
@@ -16,7 +18,7 @@ Stable-Baselines3 with ``agents.sb3``.
 
 >>> from synthenv import agents
 >>> agents.names()
-['ppo', 'mutation', 'pqt', 'pg-pqt', 'reinforce', 'ga', 'random']
+['islands', 'ppo', 'mutation', 'pqt', 'pg-pqt', 'reinforce', 'ga', 'random']
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ from .mutation import MutationConfig, MutationSearch
 from .pg import PRESETS, PGConfig, PolicyGradient
 from .policies import PolicyConfig
 from .ppo import PPO
-from .ppo_config import PPOConfig
+from .ppo_config import IslandsConfig, PPOConfig
 from .registry import default_config, make, names
 from .search import GAConfig, GeneticAlgorithm, RandomConfig, RandomSearch
 from .trainer import Trainer, train
 
 __all__ = ["names", "default_config", "make", "train", "TrainConfig", "Trainer", "RunResult", "DEFAULT_NPE", "PPO",
-           "PPOConfig", "PGConfig", "GAConfig", "RandomConfig", "MutationConfig", "PolicyConfig", "PRESETS",
+           "IslandsConfig", "PPOConfig", "PGConfig", "GAConfig", "RandomConfig", "MutationConfig", "PolicyConfig", "PRESETS",
            "MutationSearch", "PolicyGradient", "GeneticAlgorithm", "RandomSearch"]

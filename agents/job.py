@@ -37,9 +37,10 @@ class TrainConfig:
     task: str = "reverse"
     """Task: a registered name ('synthenv tasks' lists them) or the path of a JSON task file (my_task.json: name,
     base, cases)."""
-    algo: str = "ppo"
-    """Algorithm: a name of synthenv.agents.names() (ppo: synthenv's agent; mutation: the elitist mutation
-    baseline; pqt, pg-pqt, reinforce, ga, random: the PQT paper's baselines)."""
+    algo: str = "islands"
+    """Algorithm: a name of synthenv.agents.names() (islands: synthenv's agent; ppo: it with a PPO-trained edit
+    policy; mutation: the elitist mutation baseline; pqt, pg-pqt, reinforce, ga, random: the PQT paper's
+    baselines)."""
     npe: int | None = DEFAULT_NPE
     """Budget per seed: programs executed (NPE, as the PQT paper counts it: replays do not count); None: no
     NPE budget."""
@@ -75,12 +76,12 @@ class TrainConfig:
     """Stop after this many steps in total (None: only the budgets and success stop the job)."""
     policy_out: str | None = None
     """Save the fine-tuned edit policy at the end of the run to this file (the seed whose policy was updated most;
-    among equals the first to solve, else the best), to start another run from it (--policy PATH); agents with an
-    edit policy only."""
+    among equals the first to solve, else the best), to start another run from it (--policy PATH); ppo
+    only."""
     share_every: int = 0
     """Steps between exchanges of the members' best programs, across ranks under torchrun (rounded up to a
-    multiple of log_every): an island model over all seeds of the ppo and PQT agents (ga, random and mutation
-    keep no queue: they share nothing); 0: none, each seed is an independent run."""
+    multiple of log_every): an island model over all seeds of the islands, ppo and PQT agents (ga, random and
+    mutation keep no queue: they share nothing); 0: none, each seed is an independent run."""
     progress: bool = True
     """Show a progress bar."""
 

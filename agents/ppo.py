@@ -1,7 +1,8 @@
-"""synthenv's default agent: an island search with an elitist warm start, a library of known programs, a learned
-program prior and a PPO-trained edit operator.
+"""synthenv's island agent: an island search with an elitist warm start, a library of known programs and a learned
+program prior (``islands``, the default agent), optionally with a PPO-trained edit operator (``ppo``).
 
-Batched over S members (seeds), built from parts, each one click away:
+The edit policy is an option, not the default, because it does not pay: with it the agent solves as many tasks in
+about the same time (BENCHMARKS.md). Batched over S members (seeds), built from parts, each one click away:
 
 - **the elitist phase** (``agents.mutation``): each member starts as the mutation baseline's search
   (random variants of its queue of best programs; with ``fresh='uniform'``, ``library='none'`` and the same seed,
@@ -18,7 +19,7 @@ Batched over S members (seeds), built from parts, each one click away:
   (``agents.operators``: random edits, crossover with a queued program or an island-mate, edits
   written by the policy and, with ``idiom_fraction``, idioms: short fresh programs put into a parent), keeps
   its best and restarts when it stalls.
-- **the learner** (``agents.learner``): the edit policy (``agents.editor``) reads a parent and its
+- **the learner** (``agents.learner``, ``ppo`` only): the edit policy (``agents.editor``) reads a parent and its
   per-case test feedback and writes edits; it learns by PPO on its variants' gains over their parents
   and by imitation of a queue of the best improving edits found by any operator.
 - **fresh programs** (the elitist phase's first generation, the islands' start and restarts): samples of a
@@ -55,7 +56,7 @@ from .library import load_library
 from .mutation import MutationConfig, MutationSearch
 from .operators import EDIT_FIELDS, Members
 from .policy_file import save_policy
-from .ppo_config import PPOConfig
+from .ppo_config import IslandsConfig, PPOConfig
 from .priority_queue import EMPTY, ProgramQueue
 from .program_prior import fresh_source
 from .run_data import save_run_data
@@ -65,15 +66,20 @@ HANDOVER_CHECK_EVERY = 10
 
 
 class PPO:
-    """The default agent for S members at once (registered as ``ppo``).
+    """The island agent for S members at once, registered twice: ``islands`` (an ``IslandsConfig``: no edit policy,
+    the default agent) and ``ppo`` (a ``PPOConfig``: the same search with the PPO-trained edit policy).
 
+    >>> PPO(IslandsConfig(), seeds=(0,), max_len=8, device=torch.device("cpu")).config.policy_fraction
+    0.0
     >>> config = PPOConfig(batch_size=32, islands=2, island_size=4, queue_size=4, variants_per_parent=1)
     >>> agent = PPO(config, seeds=(0,), max_len=8, device=torch.device("cpu"))
     >>> tuple(agent.propose().shape), agent.elitist  # member 0 starts in its elitist phase
     ((1, 32, 8), [True])
     """
 
-    def __init__(self, config: PPOConfig, seeds: tuple[int, ...], max_len: int, device: torch.device):
+    def __init__(self, config: IslandsConfig, seeds: tuple[int, ...], max_len: int, device: torch.device):
+        if not isinstance(config, PPOConfig):
+            config = config.ppo_config()  # the search alone: the learner is built, and writes no children
         self.config, self.max_len, self.device = config, max_len, device
         self.seeds = tuple(int(seed) for seed in seeds)
         self.programs_per_step = config.batch_size

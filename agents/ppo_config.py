@@ -1,8 +1,10 @@
-"""The default agent's settings (``agents.ppo``): one frozen dataclass, one docstring per field.
+"""The default agents' settings (``agents.ppo``): frozen dataclasses, one docstring per field.
 
-Shared by its parts (the island search, the learner, the agent that wires them), so that each reads
-the settings by the same names. Letters: B programs per member per generation, G islands, M programs
-per island, C children per island, Q queue size, V variants per parent read, E edits per variant.
+``IslandsConfig`` holds the search's settings (the default agent, ``islands``); ``PPOConfig`` adds the edit policy's
+(``ppo``: the same search with a PPO-trained edit operator). Shared by the agent's parts (the island search, the
+learner, the agent that wires them), so that each reads the settings by the same names. Letters: B programs per member
+per generation, G islands, M programs per island, C children per island, Q queue size, V variants per parent read, E
+edits per variant.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from .policy_file import require_start
 
 
 @dataclass(frozen=True)
-class PPOConfig:
-    """Hyperparameters of the default agent (see ``agents.ppo``)."""
+class IslandsConfig:
+    """Settings of the default agent, ``islands`` (see ``agents.ppo``): the search without an edit policy."""
 
     batch_size: int = 4096
     """B, programs per member per generation: the children of one generation (the islands' and the elite's)."""
@@ -58,8 +60,8 @@ class PPOConfig:
     """Fresh programs (the start, restarts) have 1 .. initial_length commands."""
     library: str = "shipped"
     """Known programs the elitist phase's first generation runs before its fresh ones (agents/library.py; without the
-    elitist phase, none): 'shipped' (the unique solutions of the generated training tasks the shipped policy was
-    pretrained on), 'none' (fresh programs only) or the path of a library file (synthenv library --out: training
+    elitist phase, none): 'shipped' (the unique solutions of the generated training tasks, tasks/train_solutions.txt),
+    'none' (fresh programs only) or the path of a library file (synthenv library --out: training
     tasks' solutions and those that runs found)."""
     library_kept: int = 64
     """How many of the library's programs, its best on the task, the first generation offers to the member's queue
@@ -78,6 +80,87 @@ class PPOConfig:
     window no longer than it (0: none)."""
     idiom_length: int = 8
     """The longest idiom idiom_fraction puts into a parent, in commands."""
+    elite_fraction: float = 0.0
+    """Share of each generation made by random variants of the member's queue (its best unique programs
+    across islands and generations): an elitist mutation search, as the mutation baseline does, beside the
+    islands and fed by all of them (0: islands only)."""
+    queue_size: int = 64
+    """Q, the size of each member's two queues: its best unique programs (the elitist phase's elite, the
+    islands' crossover mates) and its best improving edits (what ppo's edit policy imitates; a run saves them for
+    synthenv pretrain --from-runs)."""
+
+    def __post_init__(self) -> None:
+        require_positive_int_fields(self, "batch_size", "islands", "island_size", "patience", "initial_length",
+                                    "max_edits", "queue_size", "elitist_patience", "islands_every", "idiom_length")
+        require_finite_fields(self, "splice_fraction", "idiom_fraction", "seeded_islands", low=0.0, high=1.0)
+        require_finite_fields(self, "elite_fraction", low=0.0, high=1.0, high_open=True)
+        share = self.batch_size - self.elite_variants
+        if share % self.islands or share < self.islands:
+            if not self.elite_variants:
+                raise ValueError(f"islands={self.islands} must divide batch_size={self.batch_size} (children per island)")
+            raise ValueError(f"islands={self.islands} must divide the islands' children, batch_size - elite variants "
+                             f"= {self.batch_size} - {self.elite_variants} = {share} (pick batch_size, islands and "
+                             "elite_fraction so that it does)")
+        shares = self._child_shares()
+        if sum(shares.values()) > 1.0:
+            raise ValueError(f"{' + '.join(shares)} must be <= 1, got {' + '.join(map(str, shares.values()))}")
+        if self.child_slots["idiom"].stop > self.children_per_island:
+            raise ValueError(f"policy, crossover and idiom children ({self.policy_children} + {self.splice_children} "
+                             f"+ {self.idiom_children}, rounded) exceed the {self.children_per_island} children per "
+                             f"island; lower one of {', '.join(shares)}")
+        require_library("library", self.library)
+        require_nonnegative_int("library_kept", self.library_kept, "library programs offered to the queue")
+        if self.fresh not in ("uniform", "prior"):
+            raise ValueError(f"fresh must be 'uniform' or 'prior', got {self.fresh!r}")
+
+    def _child_shares(self) -> dict[str, float]:
+        """The shares of an island's children that are not random variants, by field name."""
+        return {"splice_fraction": self.splice_fraction, "idiom_fraction": self.idiom_fraction}
+
+    def ppo_config(self) -> PPOConfig:
+        """The ``PPOConfig`` of this search without an edit policy (``policy_fraction=0``): what the agent runs."""
+        return PPOConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(IslandsConfig)},
+                         policy_fraction=0.0)
+
+    @property
+    def elite_variants(self) -> int:
+        """Random variants of the member's queue per generation (``elite_fraction`` of B)."""
+        return round(self.batch_size * self.elite_fraction)
+
+    @property
+    def children_per_island(self) -> int:
+        """C, each island's children per generation."""
+        return (self.batch_size - self.elite_variants) // self.islands
+
+    @property
+    def policy_children(self) -> int:
+        """Policy variants per island per generation (none without an edit policy)."""
+        return 0
+
+    @property
+    def splice_children(self) -> int:
+        """Crossovers per island per generation."""
+        return round(self.children_per_island * self.splice_fraction)
+
+    @property
+    def idiom_children(self) -> int:
+        """Children per island per generation made by putting an idiom into a parent."""
+        return round(self.children_per_island * self.idiom_fraction)
+
+    @property
+    def child_slots(self) -> dict[str, slice]:
+        """Where each kind of child lies among an island's C children: the policy's variants, then the crossovers,
+        the idioms, and random variants in the rest."""
+        ends = itertools.accumulate((self.policy_children, self.splice_children, self.idiom_children))
+        policy, crossover, idiom = ends
+        return {"policy": slice(0, policy), "crossover": slice(policy, crossover), "idiom": slice(crossover, idiom),
+                "random": slice(idiom, self.children_per_island)}
+
+
+@dataclass(frozen=True)
+class PPOConfig(IslandsConfig):
+    """Settings of ``ppo``: the search of ``IslandsConfig`` with an edit policy fine-tuned by PPO (see ``agents.ppo``)."""
+
     policy_fraction: float = 0.25
     """Share of each island's children written by the edit policy (0: random variants only, no learning)."""
     variants_per_parent: int = 4
@@ -85,13 +168,6 @@ class PPOConfig:
     V variants of it, and an update relearns them all from one reading, so the policy's cost per variant
     falls about V times (1: a parent for every variant). Must divide the policy variants per island and
     update_batch."""
-    elite_fraction: float = 0.0
-    """Share of each generation made by random variants of the member's queue (its best unique programs
-    across islands and generations): an elitist mutation search, as the mutation baseline does, beside the
-    islands and fed by all of them (0: islands only)."""
-    queue_size: int = 64
-    """Q, the size of each member's two queues: its best unique programs (the elitist phase's elite, the
-    islands' crossover mates) and its best improving edits (what the policy imitates)."""
     fine_tune: bool = True
     """Fine-tune the edit policy on the task at hand, by PPO on its variants' gains and imitation of the
     improving edits (False: it writes its edits as it starts, never updated: what pretraining alone is worth;
@@ -130,26 +206,9 @@ class PPOConfig:
     """The edit policy's architecture (its max_edits follows this config's; a policy file must have it)."""
 
     def __post_init__(self) -> None:
-        require_positive_int_fields(self, "batch_size", "islands", "island_size", "patience", "initial_length",
-                                    "max_edits", "queue_size", "update_every", "update_batch", "update_epochs",
-                                    "elitist_patience", "islands_every", "variants_per_parent", "idiom_length")
-        require_finite_fields(self, "splice_fraction", "policy_fraction", "idiom_fraction", "seeded_islands", low=0.0,
-                              high=1.0)
-        require_finite_fields(self, "elite_fraction", low=0.0, high=1.0, high_open=True)
-        share = self.batch_size - self.elite_variants
-        if share % self.islands or share < self.islands:
-            if not self.elite_variants:
-                raise ValueError(f"islands={self.islands} must divide batch_size={self.batch_size} (children per island)")
-            raise ValueError(f"islands={self.islands} must divide the islands' children, batch_size - elite variants "
-                             f"= {self.batch_size} - {self.elite_variants} = {share} (pick batch_size, islands and "
-                             "elite_fraction so that it does)")
-        if self.splice_fraction + self.policy_fraction + self.idiom_fraction > 1.0:
-            raise ValueError(f"splice_fraction + policy_fraction + idiom_fraction must be <= 1, got "
-                             f"{self.splice_fraction} + {self.policy_fraction} + {self.idiom_fraction}")
-        if self.child_slots["idiom"].stop > self.children_per_island:
-            raise ValueError(f"policy, crossover and idiom children ({self.policy_children} + {self.splice_children} "
-                             f"+ {self.idiom_children}, rounded) exceed the {self.children_per_island} children per "
-                             "island; lower one of policy_fraction, splice_fraction, idiom_fraction")
+        require_finite_fields(self, "policy_fraction", low=0.0, high=1.0)  # before the search's checks count it
+        require_positive_int_fields(self, "update_every", "update_batch", "update_epochs", "variants_per_parent")
+        super().__post_init__()
         if self.policy_children and (self.policy_children % self.variants_per_parent
                                      or self.update_batch % self.variants_per_parent):
             raise ValueError(f"variants_per_parent={self.variants_per_parent} must divide the policy variants per "
@@ -160,46 +219,16 @@ class PPOConfig:
                               low_open=True)
         require_finite_fields(self, "pg_weight", "queue_weight", "entropy_coef", low=0.0)
         require_start("policy", self.policy)
-        require_library("library", self.library)
-        require_nonnegative_int("library_kept", self.library_kept, "library programs offered to the queue")
-        if self.fresh not in ("uniform", "prior"):
-            raise ValueError(f"fresh must be 'uniform' or 'prior', got {self.fresh!r}")
         if self.editor.max_edits != self.max_edits:
             object.__setattr__(self, "editor", dataclasses.replace(self.editor, max_edits=self.max_edits))
 
-    @property
-    def elite_variants(self) -> int:
-        """Random variants of the member's queue per generation (``elite_fraction`` of B)."""
-        return round(self.batch_size * self.elite_fraction)
-
-    @property
-    def children_per_island(self) -> int:
-        """C, each island's children per generation."""
-        return (self.batch_size - self.elite_variants) // self.islands
+    def _child_shares(self) -> dict[str, float]:
+        return {"policy_fraction": self.policy_fraction, **super()._child_shares()}
 
     @property
     def policy_children(self) -> int:
         """Policy variants per island per generation."""
         return round(self.children_per_island * self.policy_fraction)
-
-    @property
-    def splice_children(self) -> int:
-        """Crossovers per island per generation."""
-        return round(self.children_per_island * self.splice_fraction)
-
-    @property
-    def idiom_children(self) -> int:
-        """Children per island per generation made by putting an idiom into a parent."""
-        return round(self.children_per_island * self.idiom_fraction)
-
-    @property
-    def child_slots(self) -> dict[str, slice]:
-        """Where each kind of child lies among an island's C children: the policy's variants, then the crossovers,
-        the idioms, and random variants in the rest."""
-        ends = itertools.accumulate((self.policy_children, self.splice_children, self.idiom_children))
-        policy, crossover, idiom = ends
-        return {"policy": slice(0, policy), "crossover": slice(policy, crossover), "idiom": slice(crossover, idiom),
-                "random": slice(idiom, self.children_per_island)}
 
     @property
     def policy_reads(self) -> int:

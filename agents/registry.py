@@ -4,7 +4,7 @@ Each algorithm takes its config, the seeds of the S members it trains at once, `
 device. ``names()`` is what the command line, the table and the docs offer.
 
 >>> names()
-['ppo', 'mutation', 'pqt', 'pg-pqt', 'reinforce', 'ga', 'random']
+['islands', 'ppo', 'mutation', 'pqt', 'pg-pqt', 'reinforce', 'ga', 'random']
 >>> default_config("pqt").queue_weight
 200.0
 """
@@ -16,10 +16,11 @@ from synthenv.registry import Registry
 from .mutation import MutationConfig, MutationSearch
 from .pg import PRESETS, PolicyGradient
 from .ppo import PPO
-from .ppo_config import PPOConfig
+from .ppo_config import IslandsConfig, PPOConfig
 from .search import GAConfig, GeneticAlgorithm, RandomConfig, RandomSearch
 
 _registry: Registry[tuple] = Registry("algorithm")
+_registry.register("islands", lambda: (IslandsConfig(), PPO))
 _registry.register("ppo", lambda: (PPOConfig(), PPO))
 _registry.register("mutation", lambda: (MutationConfig(), MutationSearch))
 for _name in ("pqt", "pg-pqt", "reinforce"):

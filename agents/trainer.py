@@ -64,11 +64,11 @@ class Trainer:
         if config.policy_out:
             if not hasattr(self.algorithm, "save_policy"):
                 raise ValueError(f"--policy-out saves an edit policy, and algorithm {config.algo!r} has none; use it "
-                                 "with the default agent (ppo)")
+                                 "with --algo ppo")
             if not self.algorithm.fine_tunes_policy:
-                raise ValueError("--policy-out saves the fine-tuned edit policy, and this run never updates it "
-                                 "(fine_tune=False or policy_fraction=0): the file would be the policy it starts "
-                                 "from; drop --policy-out, or let the policy learn")
+                raise ValueError(f"--policy-out saves the fine-tuned edit policy, and this run ({config.algo}) never "
+                                 "updates it (islands, fine_tune=False or policy_fraction=0): the file would be the "
+                                 "policy it starts from; drop --policy-out, or let a policy learn (--algo ppo)")
             require_writable(config.policy_out, "policy file (--policy-out)")
         self.num_members, self.batch = len(config.seeds), self.algorithm.programs_per_step
         self.env = SynthVecEnv(self.task, self.num_members * self.batch, mode="program", backend=config.backend,

@@ -1,6 +1,6 @@
 """Carry what the edit policy learned on one task over to the next: fine-tune it, save it, start from it.
 
-The default agent fine-tunes its edit policy by PPO on the task at hand. ``TrainConfig(policy_out=PATH)``
+The agent ``ppo`` fine-tunes its edit policy by PPO on the task at hand. ``TrainConfig(policy_out=PATH)``
 saves the fine-tuned policy and ``PPOConfig(policy=PATH)`` starts the next run from it (at the command line:
 ``synthenv train --policy-out PATH``, then ``--policy PATH``). This script fine-tunes a policy on one task
 (by default: add 5 to a value) for a fixed budget, and then solves a related task (add 7) on the same seeds

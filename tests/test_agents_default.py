@@ -1,5 +1,6 @@
-"""The default agent (``ppo``): its elitist phase is the mutation baseline and hands over to the islands;
-every ablation switch changes what it does; it solves a user task from a task file, checked against the
+"""The island agent (``islands``, the default, and ``ppo``, with its edit policy): ``islands`` is ``ppo`` without the
+policy, program for program; the elitist phase is the mutation baseline and hands over to the islands; every ablation
+switch changes what it does; it solves a user task from a task file, checked against the
 reference interpreter."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import torch
 
 from states import assert_same
 from synthenv import reference, tasks
-from synthenv.agents import PPO, MutationConfig, PPOConfig, TrainConfig, Trainer, train
+from synthenv.agents import PPO, IslandsConfig, MutationConfig, PPOConfig, TrainConfig, Trainer, train
 from synthenv.agents.islands import Islands
 from synthenv.agents.ppo import HANDOVER_CHECK_EVERY
 from synthenv.agents.priority_queue import EMPTY, ProgramQueue
@@ -246,6 +247,28 @@ def test_without_the_policy_nothing_is_learned():
     trainer = run_steps(dataclasses.replace(SMALL, policy_fraction=0.0))
     assert not any("charts/improve_rate_policy" in stats for stats in trainer.stats)
     assert not any(key.startswith("losses/") for stats in trainer.stats for key in stats)
+
+
+def test_islands_is_ppo_without_the_edit_policy_program_for_program():
+    """The default agent writes exactly the programs of ``ppo:policy_fraction=0`` (so a table column of either name
+    measures it), through the library, the elitist phase, the hand-over and the islands, and has none of the
+    policy's settings."""
+    search = dict(batch_size=64, islands=4, island_size=4, queue_size=8, patience=3, elitist_patience=2)
+    islands = _trainer("islands", IslandsConfig(**search), seeds=(1, 2))
+    ppo = _trainer("ppo", PPOConfig(**search, policy_fraction=0.0), seeds=(1, 2))
+    assert islands.algorithm.library_slots == 64  # the shipped library fills the first generation
+    for _ in range(40):
+        assert torch.equal(islands.algorithm.propose(), ppo.algorithm.propose())
+        islands_stats, _ = islands.step()
+        ppo.step()
+        assert not [key for key in islands_stats if key.startswith("losses/") or key.endswith("_policy")]
+    assert islands.algorithm.elitist == ppo.algorithm.elitist == [False, False]  # both handed over
+    assert_same(islands.algorithm.state_dict(), ppo.algorithm.state_dict())
+    policy_fields = {f.name for f in dataclasses.fields(PPOConfig)} - {f.name for f in dataclasses.fields(IslandsConfig)}
+    assert {"policy_fraction", "policy", "learning_rate", "editor", "fine_tune"} <= policy_fields
+    assert not any(hasattr(IslandsConfig(), name) for name in policy_fields)
+    with pytest.raises(TypeError, match="islands' takes a IslandsConfig, got PPOConfig"):
+        _trainer("islands", PPOConfig(**search))
 
 
 def test_without_fine_tuning_the_policy_writes_its_share_as_it_started():

@@ -23,6 +23,7 @@ from synthenv.pipeline import Evaluator
 from synthenv.testing.syncguard import forbid_host_sync
 
 SMALL = {
+    "islands": dict(batch_size=32, islands=2, island_size=4, queue_size=4, elitist=False),
     "ppo": dict(batch_size=32, islands=2, island_size=4, queue_size=4, update_every=1, update_batch=8, elitist=False,
                 variants_per_parent=1),
     "mutation": dict(batch_size=16, elite=4),

@@ -7,6 +7,7 @@ or from synthenv while the command runs: each is one line, ``synthenv <command>:
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -71,10 +72,17 @@ def test_train_option_errors(capsys, option, value, words):
     (["tabel"], "", ["unknown command 'tabel'", "Did you mean 'table'", "Valid commands:"]),
     ([], "", ["no command given", "train", "synthenv --help"]),
     (["--version"], "", ["Unrecognized options: --version", "(see synthenv --help)"]),
+    (["train", "--learning-rate", "0.1"], "train",  # the default agent has no edit policy: say which agents have one
+     ["options: --learning-rate", "(see synthenv train --help); --learning-rate is an option of --algo ppo, pqt, "
+      "pg-pqt, reinforce"]),
+    (["train", "--algo", "ga", "--no-drift"], "train", ["--no-drift is an option of --algo islands, ppo"]),
 ])
 def test_parse_errors_are_one_line(capsys, argv, command, words):
-    """tyro's own refusals (a value of the wrong type, an unknown flag or command) read like synthenv's."""
-    assert_user_error(*run_main(capsys, argv), command, *words)
+    """tyro's own refusals (a value of the wrong type, an unknown flag or command) read like synthenv's: the message
+    alone, without the title, rules and footer of tyro's box."""
+    code, err = run_main(capsys, argv)
+    assert_user_error(code, err, command, *words)
+    assert "--- " not in err and "helptext" not in err and not re.search(r"error: (Value error|Unrecognized options) ", err)
 
 
 def test_parse_error_box_with_traceback_env(capsys, monkeypatch):

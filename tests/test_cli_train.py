@@ -14,7 +14,8 @@ from synthenv.cli import main
 from synthenv.cli.train import TrainCommand, command_type
 
 ALGOS = agents.names()
-TINY = {"ppo": ["--batch-size", "32", "--islands", "2", "--island-size", "4", "--queue-size", "4",
+TINY = {"islands": ["--batch-size", "32", "--islands", "2", "--island-size", "4", "--queue-size", "4", "--no-elitist"],
+        "ppo": ["--batch-size", "32", "--islands", "2", "--island-size", "4", "--queue-size", "4",
                 "--update-every", "1", "--update-batch", "8", "--no-elitist", "--variants-per-parent", "1"],
         "mutation": ["--batch-size", "8", "--elite", "4"], "ga": ["--batch-size", "10"]}
 
@@ -46,6 +47,9 @@ def test_every_algorithm_trains_through_the_cli_and_logs_to_tensorboard(tmp_path
         assert {"losses/policy_loss", "losses/queue_loss", "losses/entropy", "losses/approx_kl",
                 "losses/old_approx_kl", "losses/clipfrac", "losses/grad_norm", "charts/learning_rate",
                 "charts/improve_rate_policy", "charts/improve_rate_random", "programs/queue_best"} <= scalars
+    if algo == "islands":  # no edit policy: nothing learns
+        assert not {tag for tag in scalars if tag.startswith("losses/") or tag.endswith("_policy")}
+        assert "programs/queue_best" in scalars
     if algo in ("pqt", "pg-pqt", "reinforce"):
         assert {"losses/explained_variance", "charts/learning_rate", "losses/grad_norm"} <= scalars
     (result,) = json.loads((tmp_path / "out.json").read_text())
@@ -137,7 +141,7 @@ def test_one_set_of_defaults_and_one_name_per_concept():
 
 def test_the_quick_start_default_is_a_task_that_shows_the_search_at_work():
     """README's quick start trains on reverse: a first generation of random programs does not solve it."""
-    assert agents.TrainConfig().task == "reverse" and agents.TrainConfig().algo == "ppo"
+    assert agents.TrainConfig().task == "reverse" and agents.TrainConfig().algo == "islands"
 
 
 def test_a_solved_run_reports_its_program_and_a_minimal_equivalent(tmp_path, capsys):
@@ -148,7 +152,7 @@ def test_a_solved_run_reports_its_program_and_a_minimal_equivalent(tmp_path, cap
     assert main(["train", "--task", "echo", "--no-progress", "--log-dir", str(tmp_path / "logs"), "--json-out",
                  str(tmp_path / "out.json")]) == 0
     (result,) = json.loads((tmp_path / "out.json").read_text())
-    assert (result["task"], result["algo"], result["seed"], result["solved"]) == ("echo", "ppo", 0, True)
+    assert (result["task"], result["algo"], result["seed"], result["solved"]) == ("echo", "islands", 0, True)
     task = tasks.get("echo")
     solves = lambda code: reference.score_program(code, task.cases, task.base, task.max_steps).solved  # noqa: E731
     best, minimal = result["best_program"], result["minimal_program"]
@@ -156,7 +160,7 @@ def test_a_solved_run_reports_its_program_and_a_minimal_equivalent(tmp_path, cap
     assert not any(solves(variant) for variant in tasks.generated._deletions(minimal))
     out = capsys.readouterr().out
     assert f"{best!r}" in out and (minimal == best or f"(minimal: {minimal!r})" in out)
-    (run,) = list((tmp_path / "logs").glob("echo__ppo__0__*"))
+    (run,) = list((tmp_path / "logs").glob("echo__islands__0__*"))
     assert "programs/minimal_program/text_summary" in _event_tags(run)[1]
 
 

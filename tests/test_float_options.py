@@ -74,6 +74,6 @@ def test_the_configs_without_float_options_have_none():
 def test_a_nan_entropy_coefficient_from_the_shell_is_a_one_line_error(capsys):
     from synthenv.cli import main
 
-    assert main(["train", "--entropy-coef", "nan", "--no-progress", "--log-dir", "None"]) == 2
+    assert main(["train", "--algo", "ppo", "--entropy-coef", "nan", "--no-progress", "--log-dir", "None"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("synthenv train: error: entropy_coef must be a finite float") and err.count("\n") == 1

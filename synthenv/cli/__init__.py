@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import tyro
 
-from synthenv.cli.train import algo_from_argv, command_type
+from synthenv.cli.train import algo_from_argv, command_type, other_algorithms_hint
 from synthenv.distributed import EXIT_RANK_FAILED, RankFailed
 from synthenv.errors import USER_ERRORS, describe
 from synthenv.registry import unknown_name_message
@@ -55,15 +55,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``synthenv`` script; returns the process exit code."""
     configs = {name: getattr(importlib.import_module(module), cls) for name, (module, cls) in COMMANDS.items()}
     args = list(sys.argv[1:] if argv is None else argv)
+    hint = ""  # said after tyro's refusal of the arguments
     if args[:1] == ["train"]:  # the chosen algorithm's config fields become options of their own
-        configs["train"] = command_type(algo_from_argv(args[1:]))
+        algo = algo_from_argv(args[1:])
+        configs["train"], hint = command_type(algo), other_algorithms_hint(args[1:], algo)
     command = args[0] if args and args[0] in configs else ""
     if not args or not (command or args[0].startswith("-")):
         _report("", unknown_name_message("command", args[0], list(configs)) if args else
                 f"no command given. Valid commands: {', '.join(configs)} (synthenv --help says what each does)")
         return EXIT_USER_ERROR
     try:
-        config = _parse(configs, args, command)  # building a config checks it: errors are the user's
+        config = _parse(configs, args, command, hint)  # building a config checks it: errors are the user's
         if config is None:
             return EXIT_USER_ERROR
         return int(config.run() or 0)
@@ -85,9 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_RANK_FAILED
 
 
-def _parse(configs: dict, args: list[str], command: str):
+def _parse(configs: dict, args: list[str], command: str, hint: str = ""):
     """The config of ``command`` (``""``: none named yet), or None when tyro refused the arguments (said in one
-    line). ``--help``, warnings and errors raised while a config checks itself pass through unchanged;
+    line, ``hint`` after it). ``--help``, warnings and errors raised while a config checks itself pass through unchanged;
     ``SYNTHENV_TRACEBACK=1`` shows tyro's own message box."""
     captured, refused = io.StringIO(), False
     try:
@@ -103,7 +105,7 @@ def _parse(configs: dict, args: list[str], command: str):
             raise
         refused = True
         help_command = f"synthenv {command}".rstrip()
-        _report(command, f"{parse_error_line(captured.getvalue())} (see {help_command} --help)")
+        _report(command, f"{parse_error_line(captured.getvalue())} (see {help_command} --help){hint}")
         return None
     finally:
         if not refused:
@@ -111,21 +113,29 @@ def _parse(configs: dict, args: list[str], command: str):
 
 
 def parse_error_line(box: str) -> str:
-    """The first paragraph of tyro's error box (its text up to the first rule), on one line.
+    """The first paragraph of tyro's error message (its text up to the first rule), on one line: from its box, or
+    from the box-less form rich draws in some environments, pytest's among them (the title on a line of its own above
+    a rule of dashes).
 
     >>> parse_error_line("╭─ Value error ──╮\\n│ Error parsing --seed: 'x' │\\n│ ──── │\\n│ Argument helptext: │\\n╰──╯")
     "Error parsing --seed: 'x'"
+    >>> parse_error_line(" Value error \\n ----- \\n  Error parsing --seed: 'x' \\n  -----\\n  For full helptext \\n")
+    "Error parsing --seed: 'x'"
     """
     text = re.sub(r"\x1b\[[0-9;]*m", "", box)  # colours, should a terminal have asked for them
-    lines = []
+    paragraphs: list[list[str]] = [[]]
     for line in text.splitlines():
         line = line.strip().strip("│").strip()
         if line.startswith(("╭", "╰")) or not line:
             continue
-        if set(line) <= set("─━ "):
-            break
-        lines.append(line)
-    return " ".join(" ".join(lines).split()) or "the arguments did not parse"
+        if set(line) <= set("─━- "):
+            paragraphs.append([])
+        else:
+            paragraphs[-1].append(line)
+    paragraphs = [paragraph for paragraph in paragraphs if paragraph]
+    if "╭" not in text and len(paragraphs) > 1:
+        paragraphs = paragraphs[1:]  # the box-less form: its first paragraph is the title
+    return " ".join(" ".join(paragraphs[0] if paragraphs else []).split()) or "the arguments did not parse"
 
 
 def _report(command: str, message: str, prefix: str = "error: ") -> None:

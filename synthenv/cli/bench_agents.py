@@ -17,10 +17,11 @@ class BenchAgentsCommand:
     Algorithms are NAME or NAME:field=value,... as in 'synthenv table' (e.g. ga:batch_size=4096).
     """
 
-    algos: tuple[str, ...] = ("ppo", "ppo:elitist=False", "mutation", "random", "ga:batch_size=4096", "pqt",
-                              "reinforce")
-    """Algorithms to measure, one after the other (never two at once). A few dozen steps of 'ppo' are its
-    elitist phase; 'ppo:elitist=False' times its islands and edit policy, what it runs after the hand-over."""
+    algos: tuple[str, ...] = ("islands", "islands:elitist=False", "ppo:elitist=False", "mutation", "random",
+                              "ga:batch_size=4096", "pqt", "reinforce")
+    """Algorithms to measure, one after the other (never two at once). A few dozen steps of 'islands' are its
+    elitist phase; 'islands:elitist=False' times its islands, what it runs after the hand-over, and
+    'ppo:elitist=False' those islands with the edit policy."""
     task: str = "reverse"
     """Task the programs are scored on."""
     seeds: int = 3

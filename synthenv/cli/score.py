@@ -72,7 +72,7 @@ def ignored_characters(program: str) -> str:
     """The characters of ``program`` before its EOS that are neither BF commands nor whitespace.
 
     >>> ignored_characters("hello, world.")
-    'hellowrld'
+    'helloworld'
     >>> ignored_characters(",[.,] _ anything")
     ''
     """

@@ -90,7 +90,7 @@ def algo_from_argv(argv: list[str], default: str = DEFAULT_ALGO) -> str:
     """The ``--algo`` named on a command line (``--algo ga`` or ``--algo=ga``), else ``default``.
 
     >>> algo_from_argv(["--task", "add", "--algo", "ga"]), algo_from_argv(["--algo=pqt"]), algo_from_argv([])
-    ('ga', 'pqt', 'ppo')
+    ('ga', 'pqt', 'islands')
     """
     for i, arg in enumerate(argv):
         value = argv[i + 1] if arg == "--algo" and i + 1 < len(argv) else arg.partition("=")[2] \
@@ -98,6 +98,32 @@ def algo_from_argv(argv: list[str], default: str = DEFAULT_ALGO) -> str:
         if value is not None:
             return value if value in agents.names() else default  # the config reports an unknown name
     return default
+
+
+def other_algorithms_hint(argv: list[str], algo: str) -> str:
+    """For the options on ``argv`` that ``algo`` lacks and other algorithms have, which ``--algo`` takes each (``''``
+    when there are none): said after tyro's refusal of an unrecognized option.
+
+    >>> other_algorithms_hint(["--task", "add", "--no-fine-tune", "--editor.hidden", "8"], "islands")
+    '; --no-fine-tune and --editor.hidden are options of --algo ppo'
+    >>> other_algorithms_hint(["--batch-size", "8"], "ga"), other_algorithms_hint(["--bogus"], "islands")
+    ('', '')
+    """
+    own = {f.name for f in dataclasses.fields(agents.default_config(algo))}
+    hints: dict[str, list[str]] = {}
+    for arg in argv:
+        if not arg.startswith("--"):
+            continue
+        name = arg[2:].partition("=")[0].split(".")[0].replace("-", "_")
+        name = name.removeprefix("no_") if name.startswith("no_") and name not in own else name
+        if name in own:
+            continue
+        takers = [other for other in agents.names() if other != algo and
+                  name in {f.name for f in dataclasses.fields(agents.default_config(other))}]
+        if takers:
+            hints.setdefault(", ".join(takers), []).append(arg.partition("=")[0])
+    return "".join(f"; {' and '.join(flags)} {'is an option' if len(flags) == 1 else 'are options'} of --algo {takers}"
+                   for takers, flags in hints.items())
 
 
 def summary(results) -> str:
