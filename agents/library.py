@@ -83,7 +83,11 @@ class Library:
 
 def read_library(path: str | os.PathLike) -> Library:
     """The library file at ``path`` (see the module docstring); a bad line is refused with its number."""
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise UserError(f"cannot read the library file {str(path)!r} ({error.strerror or error}); library (--library) "
+                        "is 'shipped', 'none' or the path of a file synthenv library --out wrote") from error
     programs = []
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
