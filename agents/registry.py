@@ -11,6 +11,8 @@ device. ``names()`` is what the command line, the table and the docs offer.
 
 from __future__ import annotations
 
+import dataclasses
+
 from synthenv.registry import Registry
 
 from .mutation import MutationConfig, MutationSearch
@@ -32,6 +34,15 @@ _registry.register("random", lambda: (RandomConfig(), RandomSearch))
 def names() -> list[str]:
     """Registered algorithm names."""
     return _registry.names()
+
+
+def with_field(field: str) -> list[str]:
+    """The algorithms whose config has a field named ``field`` (what an error says when another algorithm lacks it).
+
+    >>> with_field("policy_fraction"), with_field("library")
+    (['ppo'], ['islands', 'ppo'])
+    """
+    return [algo for algo in names() if field in {f.name for f in dataclasses.fields(default_config(algo))}]
 
 
 def default_config(algo: str):

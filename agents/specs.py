@@ -45,8 +45,10 @@ def parse_algo(spec: str) -> tuple[str, object]:
     for item in changes.split(","):
         key, sep, text = item.partition("=")
         if not sep or key not in fields:
+            takers = agents.registry.with_field(key) if sep else []
             raise ValueError(f"algorithm spec {spec!r}: {item!r} must be field=value with a field of "
-                             f"{type(config).__name__}: {sorted(fields)}")
+                             f"{type(config).__name__}: {sorted(fields)}"
+                             + (f"; {key} is a field of {', '.join(takers)}" if takers else ""))
         updates[key] = _parse_value(spec, key, text, hints[key])
     return name, dataclasses.replace(config, **updates)
 

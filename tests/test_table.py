@@ -106,6 +106,8 @@ def test_algorithm_specs_change_config_fields_and_refuse_unknown_ones():
         parse_algo("ppo:restarts=maybe")
     with pytest.raises(ValueError, match="Did you mean 'ppo'"):
         parse_algo("ppp")
+    with pytest.raises(ValueError, match=r"IslandsConfig: \[.*\]; policy_fraction is a field of ppo$"):
+        parse_algo("islands:policy_fraction=0.25")  # the default has no edit policy: say which agent has one
 
 
 @pytest.mark.parametrize(("spec", "words"), [

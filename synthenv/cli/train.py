@@ -118,8 +118,7 @@ def other_algorithms_hint(argv: list[str], algo: str) -> str:
         name = name.removeprefix("no_") if name.startswith("no_") and name not in own else name
         if name in own:
             continue
-        takers = [other for other in agents.names() if other != algo and
-                  name in {f.name for f in dataclasses.fields(agents.default_config(other))}]
+        takers = agents.registry.with_field(name)
         if takers:
             hints.setdefault(", ".join(takers), []).append(arg.partition("=")[0])
     return "".join(f"; {' and '.join(flags)} {'is an option' if len(flags) == 1 else 'are options'} of --algo {takers}"
