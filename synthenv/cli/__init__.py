@@ -17,12 +17,13 @@ stops because another failed prints that rank's error in one line and exits with
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import io
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import tyro
 
@@ -55,10 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``synthenv`` script; returns the process exit code."""
     configs = {name: getattr(importlib.import_module(module), cls) for name, (module, cls) in COMMANDS.items()}
     args = list(sys.argv[1:] if argv is None else argv)
-    hint = ""  # said after tyro's refusal of the arguments
+    hint = str  # what to say after tyro's refusal of the arguments (worked out only then): nothing
     if args[:1] == ["train"]:  # the chosen algorithm's config fields become options of their own
         algo = algo_from_argv(args[1:])
-        configs["train"], hint = command_type(algo), other_algorithms_hint(args[1:], algo)
+        configs["train"] = command_type(algo)
+        hint = functools.partial(other_algorithms_hint, args[1:], algo)
     command = args[0] if args and args[0] in configs else ""
     if not args or not (command or args[0].startswith("-")):
         _report("", unknown_name_message("command", args[0], list(configs)) if args else
@@ -87,9 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_RANK_FAILED
 
 
-def _parse(configs: dict, args: list[str], command: str, hint: str = ""):
+def _parse(configs: dict, args: list[str], command: str, hint: Callable[[], str] = str):
     """The config of ``command`` (``""``: none named yet), or None when tyro refused the arguments (said in one
-    line, ``hint`` after it). ``--help``, warnings and errors raised while a config checks itself pass through unchanged;
+    line, ``hint()`` after it). ``--help``, warnings and errors raised while a config checks itself pass through unchanged;
     ``SYNTHENV_TRACEBACK=1`` shows tyro's own message box."""
     captured, refused = io.StringIO(), False
     try:
@@ -105,7 +107,7 @@ def _parse(configs: dict, args: list[str], command: str, hint: str = ""):
             raise
         refused = True
         help_command = f"synthenv {command}".rstrip()
-        _report(command, f"{parse_error_line(captured.getvalue())} (see {help_command} --help){hint}")
+        _report(command, f"{parse_error_line(captured.getvalue())} (see {help_command} --help){hint()}")
         return None
     finally:
         if not refused:
