@@ -4,8 +4,8 @@ Algorithms register by name (``agents.registry``); each takes its config, the se
 members it trains at once, ``max_len`` and the device:
 
 - ``islands``: the default agent, an island search with an elitist warm start, a library of known programs and a
-  learned program prior (``agents.ppo``, built from ``library``, ``mutation``, ``island_search``, ``operators``,
-  ``program_prior``).
+  learned program prior (``agents.island_agent``, built from ``library``, ``mutation``, ``island_search``,
+  ``operators``, ``program_prior``).
 - ``ppo``: the same search with a PPO-trained edit operator, an edit policy pretrained across generated tasks and
   fine-tuned on the task at hand (``learner``, ``editor``).
 - ``mutation``: elitist mutation search, the plain baseline a learning agent must clear
@@ -23,16 +23,16 @@ Stable-Baselines3 with ``agents.sb3``.
 
 from __future__ import annotations
 
+from .island_agent import IslandAgent
+from .island_config import IslandsConfig, PPOConfig
 from .job import DEFAULT_NPE, RunResult, TrainConfig
 from .mutation import MutationConfig, MutationSearch
 from .pg import PRESETS, PGConfig, PolicyGradient
 from .policies import PolicyConfig
-from .ppo import PPO
-from .ppo_config import IslandsConfig, PPOConfig
 from .registry import default_config, make, names
 from .search import GAConfig, GeneticAlgorithm, RandomConfig, RandomSearch
 from .trainer import Trainer, train
 
-__all__ = ["names", "default_config", "make", "train", "TrainConfig", "Trainer", "RunResult", "DEFAULT_NPE", "PPO",
-           "IslandsConfig", "PPOConfig", "PGConfig", "GAConfig", "RandomConfig", "MutationConfig", "PolicyConfig", "PRESETS",
-           "MutationSearch", "PolicyGradient", "GeneticAlgorithm", "RandomSearch"]
+__all__ = ["names", "default_config", "make", "train", "TrainConfig", "Trainer", "RunResult", "DEFAULT_NPE",
+           "IslandAgent", "IslandsConfig", "PPOConfig", "PGConfig", "GAConfig", "RandomConfig", "MutationConfig",
+           "PolicyConfig", "PRESETS", "MutationSearch", "PolicyGradient", "GeneticAlgorithm", "RandomSearch"]

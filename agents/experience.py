@@ -29,10 +29,10 @@ from synthenv.pipeline import Evaluator
 from synthenv.tasks import Task
 
 from .feedback import NUM_FEATURES
+from .island_config import PPOConfig
 from .island_search import IslandSearch
 from .islands import Islands
 from .operators import EDIT_FIELDS, Members
-from .ppo_config import PPOConfig
 from .priority_queue import EMPTY, ProgramQueue
 from .repair import RepairSet, evaluate, run_outcomes
 from .rows import row_hashes

@@ -27,9 +27,9 @@ from synthenv.language import Status
 
 from .common import masked_mean
 from .editor import EditPolicy
+from .island_config import PPOConfig
 from .islands import Islands
 from .operators import Children, Crossover, Idioms, Members, Parents, PolicyEdits, RandomEdits, cat_edits, reshape_edits
-from .ppo_config import PPOConfig
 from .priority_queue import EMPTY, ProgramQueue
 from .variation import Edits, member_uniform, random_programs
 

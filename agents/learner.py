@@ -25,11 +25,11 @@ import torch
 from .common import clip_grad_norm_per_member, masked_mean, member_index
 from .editor import EditPolicy, edit_entropy, edit_log_probs
 from .feedback import NUM_FEATURES
+from .island_config import PPOConfig
 from .losses import clipped_policy_loss, normalize_advantages, risk_seeking_advantages
 from .operators import EDIT_FIELDS, Members
 from .optim import MemberAdam
 from .policy_file import load_policy, policy_path, start_policy
-from .ppo_config import PPOConfig
 from .priority_queue import ProgramQueue
 from .variation import Edits, member_uniform
 

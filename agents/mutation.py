@@ -11,7 +11,7 @@ gives its time to others: ``set_stepping``) writes empty programs and keeps its 
 
 The search notes how many generations each member's elite has gone unchanged (``stale``): once
 it stops changing, the search draws its children from the same distribution forever. The default
-agent (``agents.ppo``) runs this very search as its elitist phase and hands a member over to its
+agent (``agents.island_agent``) runs this very search as its elitist phase and hands a member over to its
 islands when that count passes its patience.
 """
 

@@ -29,9 +29,9 @@ from synthenv.tasks import Task
 from .common import masked_mean
 from .editor import EditPolicy, edit_entropy, edit_log_probs
 from .experience import Probes
+from .island_config import PPOConfig
 from .learner import ADAM_EPS
 from .losses import clipped_policy_loss, normalize_advantages
-from .ppo_config import PPOConfig
 from .repair import RepairSet, repair_loss, run_outcomes
 from .variation import apply_edits
 

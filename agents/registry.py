@@ -15,15 +15,15 @@ import dataclasses
 
 from synthenv.registry import Registry
 
+from .island_agent import IslandAgent
+from .island_config import IslandsConfig, PPOConfig
 from .mutation import MutationConfig, MutationSearch
 from .pg import PRESETS, PolicyGradient
-from .ppo import PPO
-from .ppo_config import IslandsConfig, PPOConfig
 from .search import GAConfig, GeneticAlgorithm, RandomConfig, RandomSearch
 
 _registry: Registry[tuple] = Registry("algorithm")
-_registry.register("islands", lambda: (IslandsConfig(), PPO))
-_registry.register("ppo", lambda: (PPOConfig(), PPO))
+_registry.register("islands", lambda: (IslandsConfig(), IslandAgent))
+_registry.register("ppo", lambda: (PPOConfig(), IslandAgent))
 _registry.register("mutation", lambda: (MutationConfig(), MutationSearch))
 for _name in ("pqt", "pg-pqt", "reinforce"):
     _registry.register(_name, lambda _name=_name: (PRESETS[_name], PolicyGradient))

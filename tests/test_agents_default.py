@@ -13,9 +13,9 @@ import torch
 
 from states import assert_same
 from synthenv import reference, tasks
-from synthenv.agents import PPO, IslandsConfig, MutationConfig, PPOConfig, TrainConfig, Trainer, train
+from synthenv.agents import IslandAgent, IslandsConfig, MutationConfig, PPOConfig, TrainConfig, Trainer, train
+from synthenv.agents.island_agent import HANDOVER_CHECK_EVERY
 from synthenv.agents.islands import Islands
-from synthenv.agents.ppo import HANDOVER_CHECK_EVERY
 from synthenv.agents.priority_queue import EMPTY, ProgramQueue
 from synthenv.agents.program_prior import prior_programs
 from synthenv.language import Status, decode_batch
@@ -63,7 +63,7 @@ def _until_handover(trainer: Trainer, steps: int = 60) -> int:
     raise AssertionError(f"no hand-over in {steps} steps")
 
 
-def _before_each_hand_over(agent: PPO, read) -> list:
+def _before_each_hand_over(agent: IslandAgent, read) -> list:
     """Wrap ``agent._hand_over`` so that ``read(member)`` is noted just before each hand-over; the notes."""
     notes, hand_over = [], agent._hand_over
 
@@ -155,8 +155,8 @@ def test_the_elitist_phase_skips_the_feedback_features_and_runs_the_same_search(
     assert skipped[0] and not skipped[-1]  # skipped in the elitist phase, computed once all have handed over
     waiting = [step for step, (skip, mix) in enumerate(zip(skipped, mixed)) if mix]
     assert [skipped[step] for step in waiting] == [step % config.islands_every != 0 for step in waiting]
-    assert PPO(dataclasses.replace(config, seeded_islands=0.5), (1,), 10, torch.device("cpu")).uses_features
-    monkeypatch.setattr(PPO, "uses_features", property(lambda self: True))
+    assert IslandAgent(dataclasses.replace(config, seeded_islands=0.5), (1,), 10, torch.device("cpu")).uses_features
+    monkeypatch.setattr(IslandAgent, "uses_features", property(lambda self: True))
     always, _, _ = programs()
     assert len(lazy) == len(always) and all(torch.equal(a, b) for a, b in zip(lazy, always))
 
@@ -175,7 +175,7 @@ def test_the_policy_writes_a_share_of_each_generation_and_learns():
     trainer = run_steps(SMALL)
     assert all("charts/improve_rate_policy" in stats for stats in trainer.stats)
     assert all(bool(torch.isfinite(stats["losses/policy_loss"]).all()) for stats in trainer.stats)  # each step
-    untrained = PPO(SMALL, (1,), 10, torch.device("cpu")).learner.policy.state_dict()
+    untrained = IslandAgent(SMALL, (1,), 10, torch.device("cpu")).learner.policy.state_dict()
     trained = trainer.algorithm.learner.policy.state_dict()
     assert any(not torch.equal(untrained[k], trained[k]) for k in trained)
 
@@ -277,7 +277,7 @@ def test_without_fine_tuning_the_policy_writes_its_share_as_it_started():
     tuned, frozen = run_steps(SMALL, steps=4), run_steps(dataclasses.replace(SMALL, fine_tune=False), steps=4)
     assert all("charts/improve_rate_policy" in stats for stats in frozen.stats)
     assert not any(key.startswith("losses/") for stats in frozen.stats for key in stats)
-    start = PPO(SMALL, (1,), 10, torch.device("cpu")).learner.policy.state_dict()
+    start = IslandAgent(SMALL, (1,), 10, torch.device("cpu")).learner.policy.state_dict()
     assert_same(frozen.algorithm.learner.policy.state_dict(), start)
     assert not frozen.algorithm.learner.rollout.valid.any() and tuned.algorithm.learner.rollout.valid.any()
     first = [_trainer("ppo", config) for config in (SMALL, dataclasses.replace(SMALL, fine_tune=False))]
@@ -359,7 +359,7 @@ def test_the_elite_share_breeds_variants_of_queued_programs():
     assert "charts/improve_rate_elite" not in run_steps(SMALL, steps=1).stats[-1]
 
 
-def _slots(agent: PPO, parents: torch.Tensor) -> torch.Tensor:
+def _slots(agent: IslandAgent, parents: torch.Tensor) -> torch.Tensor:
     """The queue slot of each parent ``[S, N, L]`` of the elite variants (queued programs are unique)."""
     same = (parents[:, :, None, :] == agent.queue.tokens[:, None, :, :]).all(-1)  # [S, N, Q]
     return same.long().argmax(-1)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 from synthenv.agents import PPOConfig, TrainConfig, Trainer, train
+from synthenv.agents.island_agent import IslandAgent
 from synthenv.agents.library import SHIPPED, Library, LibraryConfig, build_library, read_library
-from synthenv.agents.ppo import PPO
 from synthenv.tasks import generated
 
 from synthenv import reference, tasks
@@ -37,7 +37,7 @@ def test_the_first_generation_runs_the_library_first_and_draws_the_rest_as_befor
     texts = [",[->+<]>.", ",.", "+" * 30]  # the last cannot be written in 12 commands
     library = Library(texts)
     config = PPOConfig(**SMALL, library="none")
-    fresh = PPO(config, seeds=(0, 1), max_len=12, device=CPU).propose().clone()
+    fresh = IslandAgent(config, seeds=(0, 1), max_len=12, device=CPU).propose().clone()
     first = library.first_generation(fresh.clone(), [torch.Generator().manual_seed(s) for s in (0, 1)])
     assert [decode_batch(first[m, :2]) for m in (0, 1)] == [texts[:2]] * 2
     assert torch.equal(first[:, 2:], fresh[:, 2:])  # the other slots keep their fresh programs

@@ -11,7 +11,7 @@ import torch
 
 from synthenv import reference
 from synthenv.agents import PPOConfig
-from synthenv.agents.ppo import PPO
+from synthenv.agents.island_agent import IslandAgent
 from synthenv.agents.program_prior import END, START, PriorPrograms, ProgramPrior, generated_prior, load_prior, \
     save_prior
 from synthenv.checkpoint import CheckpointError, save_checkpoint
@@ -72,11 +72,11 @@ def test_each_member_draws_from_its_own_generator_only():
 def test_the_default_agent_starts_from_the_prior_pool_and_uniform_starts_elsewhere():
     config = PPOConfig(batch_size=64, islands=2, island_size=4, queue_size=4, variants_per_parent=1,
                        library="none")  # the default's fresh programs (with a library, its programs come first)
-    agent = PPO(config, seeds=(0, 1), max_len=24, device=CPU)
+    agent = IslandAgent(config, seeds=(0, 1), max_len=24, device=CPU)
     pool = set(decode_batch(agent.fresh.pool))
     first = decode_batch(agent.propose().flatten(0, 1))  # the elitist phase's first generation
     assert set(first) <= pool and set(decode_batch(agent.islands.programs.tokens.flatten(0, 2))) <= pool
-    uniform = PPO(dataclasses.replace(config, fresh="uniform"), seeds=(0, 1), max_len=24, device=CPU)
+    uniform = IslandAgent(dataclasses.replace(config, fresh="uniform"), seeds=(0, 1), max_len=24, device=CPU)
     assert not set(decode_batch(uniform.propose().flatten(0, 1))) <= pool
     with pytest.raises(ValueError, match="fresh must be 'uniform' or 'prior', got 'learned'"):
         PPOConfig(fresh="learned")

@@ -49,6 +49,7 @@ from synthenv.tasks import Task
 
 from .common import MemberMasks, generator_states, load_generator_states, member_generators
 from .feedback import NUM_FEATURES, Feedback
+from .island_config import IslandsConfig, PPOConfig
 from .island_search import IslandProposal, IslandSearch
 from .islands import Islands
 from .learner import EditLearner
@@ -56,7 +57,6 @@ from .library import load_library
 from .mutation import MutationConfig, MutationSearch
 from .operators import EDIT_FIELDS, Members
 from .policy_file import save_policy
-from .ppo_config import IslandsConfig, PPOConfig
 from .priority_queue import EMPTY, ProgramQueue
 from .program_prior import fresh_source
 from .run_data import save_run_data
@@ -65,14 +65,14 @@ HANDOVER_CHECK_EVERY = 10
 """Steps of the job between the checks for members whose elitist phase has stalled (a host read each)."""
 
 
-class PPO:
+class IslandAgent:
     """The island agent for S members at once, registered twice: ``islands`` (an ``IslandsConfig``: no edit policy,
     the default agent) and ``ppo`` (a ``PPOConfig``: the same search with the PPO-trained edit policy).
 
-    >>> PPO(IslandsConfig(), seeds=(0,), max_len=8, device=torch.device("cpu")).config.policy_fraction
+    >>> IslandAgent(IslandsConfig(), seeds=(0,), max_len=8, device=torch.device("cpu")).config.policy_fraction
     0.0
     >>> config = PPOConfig(batch_size=32, islands=2, island_size=4, queue_size=4, variants_per_parent=1)
-    >>> agent = PPO(config, seeds=(0,), max_len=8, device=torch.device("cpu"))
+    >>> agent = IslandAgent(config, seeds=(0,), max_len=8, device=torch.device("cpu"))
     >>> tuple(agent.propose().shape), agent.elitist  # member 0 starts in its elitist phase
     ((1, 32, 8), [True])
     """

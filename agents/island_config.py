@@ -1,4 +1,4 @@
-"""The default agents' settings (``agents.ppo``): frozen dataclasses, one docstring per field.
+"""The default agents' settings (``agents.island_agent``): frozen dataclasses, one docstring per field.
 
 ``IslandsConfig`` holds the search's settings (the default agent, ``islands``); ``PPOConfig`` adds the edit policy's
 (``ppo``: the same search with a PPO-trained edit operator). Shared by the agent's parts (the island search, the
@@ -22,7 +22,7 @@ from .policy_file import require_start
 
 @dataclass(frozen=True)
 class IslandsConfig:
-    """Settings of the default agent, ``islands`` (see ``agents.ppo``): the search without an edit policy."""
+    """Settings of the default agent, ``islands`` (see ``agents.island_agent``): the search without an edit policy."""
 
     batch_size: int = 4096
     """B, programs per member per generation: the children of one generation (the islands' and the elite's)."""
@@ -159,7 +159,7 @@ class IslandsConfig:
 
 @dataclass(frozen=True)
 class PPOConfig(IslandsConfig):
-    """Settings of ``ppo``: the search of ``IslandsConfig`` with an edit policy fine-tuned by PPO (see ``agents.ppo``)."""
+    """Settings of ``ppo``: the search of ``IslandsConfig`` with an edit policy fine-tuned by PPO (see ``agents.island_agent``)."""
 
     policy_fraction: float = 0.25
     """Share of each island's children written by the edit policy (0: random variants only, no learning)."""
