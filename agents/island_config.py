@@ -105,9 +105,13 @@ class IslandsConfig:
         if sum(shares.values()) > 1.0:
             raise ValueError(f"{' + '.join(shares)} must be <= 1, got {' + '.join(map(str, shares.values()))}")
         if self.child_slots["idiom"].stop > self.children_per_island:
-            raise ValueError(f"policy, crossover and idiom children ({self.policy_children} + {self.splice_children} "
-                             f"+ {self.idiom_children}, rounded) exceed the {self.children_per_island} children per "
-                             f"island; lower one of {', '.join(shares)}")
+            kinds = {"policy_fraction": ("policy", self.policy_children),
+                     "splice_fraction": ("crossover", self.splice_children),
+                     "idiom_fraction": ("idiom", self.idiom_children)}
+            names, counts = zip(*(kinds[share] for share in shares))
+            raise ValueError(f"{', '.join(names[:-1])} and {names[-1]} children ({' + '.join(map(str, counts))}, "
+                             f"rounded) exceed the {self.children_per_island} children per island; lower one of "
+                             f"{', '.join(shares)}")
         require_library("library", self.library)
         require_nonnegative_int("library_kept", self.library_kept, "library programs offered to the queue")
         if self.fresh not in ("uniform", "prior"):

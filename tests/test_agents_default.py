@@ -372,6 +372,18 @@ def test_the_elite_share_must_leave_the_islands_a_divisible_share():
         dataclasses.replace(SMALL, elite_fraction=1.0)
 
 
+def test_child_shares_that_round_past_an_islands_children_are_refused_by_the_kinds_the_agent_has():
+    # 48 children on 16 islands: 3 each; half of 3 rounds to 2 (half to even), so 2 + 2 > 3
+    with pytest.raises(ValueError, match=r"^crossover and idiom children \(2 \+ 2, rounded\) exceed the 3 children per "
+                                         r"island; lower one of splice_fraction, idiom_fraction$"):
+        IslandsConfig(batch_size=48, islands=16, splice_fraction=0.5, idiom_fraction=0.5)
+    with pytest.raises(ValueError, match=r"^policy, crossover and idiom children \(1 \+ 2 \+ 2, rounded\) exceed the 4 "
+                                         r"children per island; lower one of policy_fraction, splice_fraction, "
+                                         r"idiom_fraction$"):  # 64 on 16 islands: 0.6, 1.7, 1.7 of 4 children
+        PPOConfig(batch_size=64, islands=16, policy_fraction=0.15, splice_fraction=0.425, idiom_fraction=0.425,
+                  variants_per_parent=1)
+
+
 def test_restarts_happen_only_when_switched_on():
     with_restarts = run_steps(SMALL, steps=12, task="count-char")  # patience 3: some islands stall
     assert int(with_restarts.algorithm.islands.restarts.sum()) > 0
