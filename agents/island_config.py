@@ -163,7 +163,8 @@ class IslandsConfig:
 
 @dataclass(frozen=True)
 class PPOConfig(IslandsConfig):
-    """Settings of ``ppo``: the search of ``IslandsConfig`` with an edit policy fine-tuned by PPO (see ``agents.island_agent``)."""
+    """Settings of ``ppo``: the search of ``IslandsConfig`` with an edit policy fine-tuned by PPO (see
+    ``agents.island_agent``)."""
 
     policy_fraction: float = 0.25
     """Share of each island's children written by the edit policy (0: random variants only, no learning)."""
