@@ -77,6 +77,10 @@ class IslandAgent:
     ((1, 32, 8), [True])
     """
 
+    balance_for_strict = True
+    """Its edits open and close brackets one at a time: a strict task runs each program without its unmatched
+    brackets (``agents.trainer``)."""
+
     def __init__(self, config: IslandsConfig, seeds: tuple[int, ...], max_len: int, device: torch.device):
         if not isinstance(config, PPOConfig):
             config = config.ppo_config()  # the search alone: the learner is built, and writes no children

@@ -69,6 +69,10 @@ class MutationSearch:
     (1, 8, 6)
     """
 
+    balance_for_strict = True
+    """Its edits open and close brackets one at a time: a strict task runs each program without its unmatched
+    brackets (``agents.trainer``)."""
+
     def __init__(self, config: MutationConfig, seeds: tuple[int, ...], max_len: int, device: torch.device,
                  keep_features: bool = False, fresh: Callable = random_programs):
         self.config, self.max_len, self.device = config, max_len, device

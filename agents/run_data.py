@@ -18,7 +18,10 @@ from pathlib import Path
 import torch
 
 from synthenv.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from synthenv.dialect import PQT
+from synthenv.errors import UserError
 from synthenv.tasks import Task
+from synthenv.tasks.files import task_document, task_from_document
 
 from .feedback import NUM_FEATURES
 from .operators import EDIT_FIELDS
@@ -39,8 +42,7 @@ def save_run_data(path: str | os.PathLike, task: Task, imitation: ProgramQueue, 
     rows = lambda name: imitation.extras[name][member][valid].cpu()  # noqa: E731
     save_checkpoint(path, {
         "format": FORMAT, "version": VERSION, "solution": solution or "",
-        "task": {"name": task.name, "base": task.base, "max_steps": task.max_steps,
-                 "strict_syntax": task.strict_syntax, "cases": [[list(i), list(o)] for i, o in task.cases]},
+        "task": task_document(task),
         "parents": rows("parents"), "features": rows("features"),
         "edits": {name: rows(f"edit_{name}") for name in EDIT_FIELDS}})
 
@@ -48,9 +50,7 @@ def save_run_data(path: str | os.PathLike, task: Task, imitation: ProgramQueue, 
 def load_run_data(path: str | os.PathLike, max_len: int) -> tuple[RepairSet, Task, str | None]:
     """One file: its improving edits (as repair examples of width ``max_len``), its task and its solution."""
     state = _read(path, "task", "parents", "edits")
-    spec = state["task"]
-    task = Task(spec["name"], tuple((tuple(i), tuple(o)) for i, o in spec["cases"]), spec["base"], spec["max_steps"],
-                spec["strict_syntax"])
+    task = _task(state["task"], path)
     parents = state["parents"]
     if parents.dim() != 2 or state["features"].shape[-1:] != (NUM_FEATURES,) or parents.shape[1] > max_len:
         raise CheckpointError(f"{str(path)!r} holds programs of another shape ({tuple(parents.shape)}); {FIX}")
@@ -100,3 +100,16 @@ def load_runs(directory: str | os.PathLike, max_len: int) -> tuple[RepairSet | N
         if solution is not None:
             solved.append((task, solution))
     return (RepairSet.join(parts) if parts else None), solved
+
+
+def _task(spec: object, path) -> Task:
+    """The task a run-data file names: a task-file object, or (files before dialects) its fields with
+    ``strict_syntax`` in PQT's dialect."""
+    if isinstance(spec, dict) and "strict_syntax" in spec:
+        brackets = "strict" if spec.get("strict_syntax") else "lenient"
+        spec = {**{k: v for k, v in spec.items() if k != "strict_syntax"},
+                "dialect": {**PQT.to_dict(), "brackets": brackets}}
+    try:
+        return task_from_document(spec, f"the task in {str(path)!r}")
+    except UserError as error:
+        raise CheckpointError(f"{error}; {FIX}") from None

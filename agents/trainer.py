@@ -35,6 +35,7 @@ from synthenv.checkpoint import RESUME_FIX, CheckpointError, load_checkpoint, re
 from synthenv.checks import require_writable, resolve_device
 from synthenv.distributed import Team, rank_checkpoint, resume_checkpoint
 from synthenv.env import SynthVecEnv
+from synthenv.language import drop_unmatched_brackets
 
 from .common import MemberMasks, batch_statistics
 from .feedback import Feedback, feedback_features
@@ -71,6 +72,10 @@ class Trainer:
                                  "policy it starts from; drop --policy-out, or let a policy learn (--algo ppo)")
             require_writable(config.policy_out, "policy file (--policy-out)")
         self.num_members, self.batch = len(config.seeds), self.algorithm.programs_per_step
+        # Search agents write programs for lenient brackets (their edits open and close brackets one at a time):
+        # under strict brackets the env runs each without its unmatched ones, which prints the same (what the
+        # agent learns from and reports, feedback.tokens, is that balanced program).
+        self._balance = self.task.strict_syntax and getattr(self.algorithm, "balance_for_strict", False)
         self.env = SynthVecEnv(self.task, self.num_members * self.batch, mode="program", backend=config.backend,
                                engine=config.engine, device=str(self.device), max_len=config.max_len,
                                validate_actions=False, seed=config.seeds[0])
@@ -125,8 +130,10 @@ class Trainer:
             if stepping != self._stepping:
                 self.algorithm.set_stepping(stepping)
                 self._stepping = stepping
-        tokens = self.algorithm.propose()  # [S, B, L]
-        _, rewards, _, _, info = self.env.step(tokens.reshape(s * b, -1))
+        tokens = self.algorithm.propose().reshape(s * b, -1)  # [S * B, L]
+        if self._balance:  # a strict task gets each program without its unmatched brackets
+            tokens = drop_unmatched_brackets(tokens)
+        _, rewards, _, _, info = self.env.step(tokens)
         feedback = self._feedback(info["final_obs"], rewards, info)  # every episode ends after one round
         stats = batch_statistics(feedback.tokens, feedback.rewards, feedback.solved, feedback.program_status)
         tracked = self.active if all(stepping) else self.active & self._mask(stepping)

@@ -45,10 +45,11 @@ class CPUPipeline:
         steps = [[0] * num_cases for _ in programs]
         for i, code in enumerate(programs):
             for k, (inputs, _) in enumerate(task.cases):
-                outcome = reference.run(code, inputs, task.base, task.max_steps, task.strict_syntax)
-                kept = list(outcome.output[:num_outputs])
+                outcome = reference.run(code, inputs, task.base, task.max_steps, task.dialect)
+                printed = task.dialect.judged(outcome.output)  # without trailing whitespace under rstrip
+                kept = list(printed[:num_outputs])
                 outputs[i][k][: len(kept)] = kept
-                lengths[i][k], status[i][k], steps[i][k] = len(outcome.output), int(outcome.status), outcome.steps
+                lengths[i][k], status[i][k], steps[i][k] = len(printed), int(outcome.status), outcome.steps
                 if early_abort and outcome.status != Status.OK:
                     break  # PQT stops scoring a program at its first failing case
         device = tokens.device

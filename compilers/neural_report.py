@@ -84,7 +84,7 @@ class WorkloadReport:
 
 
 def _scores_differ(code: str, task, reward: float, solved: bool) -> bool:
-    oracle = reference.score_program(code, task.cases, task.base, task.max_steps, task.strict_syntax)
+    oracle = reference.score_program(code, task.cases, task.base, task.max_steps, task.dialect)
     return abs(oracle.reward - reward) > 1e-6 or oracle.solved != solved
 
 

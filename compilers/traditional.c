@@ -67,20 +67,22 @@ static i32 compile_match(const long long *tokens, i64 length, compile_scratch *w
     return len;
 }
 
-/* Pass 2: one op per run of a foldable class (+-, <>, ., ,, unmatched brackets) or bracket.
+/* Pass 2: one op per run of a foldable class (+-, < or >, ., ,, unmatched brackets) or bracket.
  * While a run is open, ins[1] accumulates its arg and, for moves, ins[2] the deepest dip
  * below its start (turned into the floor in the fix-up). */
 static i32 compile_emit(const long long *tokens, i32 len, compile_scratch *w, i32 *code) {
     i32 ops = -1, run = C_NONE, offset = 0, entry = 0, in_body = 0;
+    long long run_token = 0; /* a run of moves keeps its direction (compilers/traditional.py) */
     i32 *ins = code - 5;
     for (i32 i = 0; i < len; i++) {
         const long long t = tokens[i];
         const i8 c = w->cls[i];
         const i32 bracket = c == C_OPEN || c == C_CLOSE;
-        if (c != run || bracket) { /* a new op */
+        if (c != run || bracket || (c == C_MOVE && t != run_token)) { /* a new op */
             ops++;
             ins += 5;
             run = c;
+            run_token = t;
             ins[0] = syn_class_op[c];
             ins[1] = ins[3] = ins[4] = 0;
             ins[2] = c == C_ADD && in_body ? offset - entry : 0; /* offset from the counted loop's entry */

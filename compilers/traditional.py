@@ -11,7 +11,9 @@ output in tests/test_compiler.py):
 3. ``find_counted_loops``: innermost loops whose body is only ``+-<>`` with net move 0; per
    loop the entry-cell delta and the no-clamping guard, by segmented scans.
 4. ``fold_runs`` + ``emit``: runs of the same op fold into one op (``<`` clamping kept exact
-   by a floor, see ``synthenv.ir``); ops are laid out by prefix-sum compaction.
+   by a floor, see ``synthenv.ir``); ops are laid out by prefix-sum compaction. A run of moves
+   folds only while it keeps its direction (``<<<`` is one op, ``<>`` two), so that an engine
+   knows at which ``<`` a run passes cell 0 (``synthenv.dialect``: an error left edge).
 """
 
 from __future__ import annotations
@@ -164,10 +166,12 @@ def emit(
     slots = length + 1  # P: at most one op per token, plus a closing HALT
     alive = lexed.alive
     prev_class = torch.nn.functional.pad(classes[:, :-1], (1, 0), value=-1)
+    prev_move = torch.nn.functional.pad(lexed.move_deltas[:, :-1], (1, 0))
     foldable = torch.zeros_like(alive)
     for cls in _FOLDABLE:
         foldable |= classes == cls
-    starts = alive & ~(fold & foldable & (classes == prev_class))  # [N, L] first token of an op
+    same_run = (classes == prev_class) & ((classes != MOVE) | (lexed.move_deltas == prev_move))  # moves keep a side
+    starts = alive & ~(fold & foldable & same_run)  # [N, L] first token of an op
     op_index = starts.long().cumsum(1) - 1  # [N, L] op slot of each token
     seg = torch.where(alive, op_index, slots)  # dead tokens go to a spare slot
     num_ops = starts.sum(1)
@@ -259,7 +263,7 @@ class TraditionalCompiler:
     """Data-parallel BF -> IR compiler (registered as ``"traditional"``).
 
     Attributes:
-        fold: fold runs of ``+-``, ``<>``, ``.``, ``,`` and unmatched brackets into one op.
+        fold: fold runs of ``+-``, ``<``, ``>``, ``.``, ``,`` and unmatched brackets into one op.
         counted_loops: turn innermost ``+-<>`` loops with net move 0 into ``LOOP`` ops
             (closed-form iteration count, proven hangs).
         impl: ``"torch"``: the data-parallel passes of this module, on any device.

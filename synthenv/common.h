@@ -19,6 +19,12 @@ typedef unsigned char u8_t;
 
 #include "tables.h"
 
+/* A task's dialect as the VM reads it (synthenv.dialect.Dialect.codes): left edge (EDGE_*), end of
+ * input (EOF_*), output comparison (CMP_*) and, under EDGE_WRAP, the ring's size (Dialect.ring). */
+typedef struct {
+    i32 edge, eof, cmp, ring;
+} syn_dialect;
+
 /* A case that never ran (early abort): zero outputs and steps, ABORTED (synthenv/execution.py). */
 SYN_FN void syn_skip_case(i32 *out, i32 num_outputs, i32 *out_len, i32 *steps, i8 *status) {
     for (i32 j = 0; j < num_outputs; j++) out[j] = 0;

@@ -17,18 +17,21 @@ class Execution:
     pipeline and the benchmark's naive interpreter, so that their results are identical case
     by case (tests/test_differential.py compares them with each other and with the oracle):
 
-    - Cases run, in effect, in case order. ``status`` is ``OK``, ``STEP_LIMIT`` or
-      ``SYNTAX_ERROR`` as the oracle says, except that with ``early_abort`` every case after
+    - Cases run, in effect, in case order. ``status`` is ``OK``, ``STEP_LIMIT``, ``SYNTAX_ERROR``
+      or ``LEFT_EDGE`` as the oracle says, except that with ``early_abort`` every case after
       a program's first failing case (in case order) is ``ABORTED``. That mask is a function
       of the statuses alone, computed after the cases ran (``canonical``), so an engine that
       runs cases in parallel (cuda) gives exactly what one that stops at the first failure
       (native) gives, however the threads were timed. PQT scores such a program as failed
       whatever its other cases do.
     - ``OK`` cases: ``outputs`` (the first O values printed, zero-padded), ``output_lengths``
-      (how many were printed, may exceed O) and ``steps`` (raw BF steps) equal the oracle's.
+      (how many were printed, may exceed O) and ``steps`` (raw BF steps) equal the oracle's. Under
+      a dialect that ignores trailing whitespace (``Dialect.output == "rstrip"``) the output is cut
+      after its last non-whitespace value (``Dialect.judged``).
     - A failed case exposes only its status and step count: ``steps`` is ``max_steps``
-      (``STEP_LIMIT``) or 0 (``SYNTAX_ERROR``); its outputs are zeros and its output length 0
-      (what it printed before it failed depends on how soon an engine proved a hang).
+      (``STEP_LIMIT``), 0 (``SYNTAX_ERROR``) or the steps up to and including the failing ``<``
+      (``LEFT_EDGE``); its outputs are zeros and its output length 0 (what it printed before it
+      failed depends on how soon an engine proved a hang).
     - An ``ABORTED`` case has zero outputs, output length 0 and steps 0.
 
     Attributes:
@@ -45,13 +48,14 @@ class Execution:
 
     @property
     def program_status(self) -> torch.Tensor:
-        """``[N]`` int8: OK if every case is OK, else the most severe failure in the program.
+        """``[N]`` int8: OK if every case is OK, else the status of the program's first failing case.
 
-        SYNTAX_ERROR outranks STEP_LIMIT; ABORTED cases count only through the failing case
-        that caused them, so a program's status never reads ABORTED.
+        That is the failure PQT's scorer sees (it stops at the first failing case), the same with early
+        abort or without; ABORTED cases only follow a failure, so a program's status never reads ABORTED.
         """
-        failure = torch.where(self.status == Status.ABORTED, 0, self.status.to(torch.int8))
-        return failure.amax(dim=1).to(torch.int8)
+        failed = (self.status != Status.OK) & (self.status != Status.ABORTED)  # [N, K]
+        first = failed.to(torch.uint8).argmax(1, keepdim=True)  # [N, 1] the first failing case (0 if none)
+        return torch.where(failed.any(1), self.status.gather(1, first)[:, 0], int(Status.OK)).to(torch.int8)
 
     def canonical(self, early_abort: bool) -> Execution:
         """This execution brought to the contract above, with tensor ops only (no host sync).
@@ -61,7 +65,7 @@ class Execution:
         execution that already follows the contract comes back unchanged.
         """
         status = self.status  # [N, K]
-        failed = (status == Status.STEP_LIMIT) | (status == Status.SYNTAX_ERROR)  # [N, K]
+        failed = (status != Status.OK) & (status != Status.ABORTED)  # [N, K]
         if early_abort:
             aborted = (failed.cumsum(1) - failed.long()) > 0  # [N, K] a failure strictly before
             aborted |= status == Status.ABORTED

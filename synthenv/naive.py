@@ -50,15 +50,18 @@ def run_naive(tokens: torch.Tensor, task: Task, num_outputs: int | None = None, 
                        torch.empty((num, num_cases), dtype=torch.int32))
     rc = _native_naive()(
         tokens.data_ptr(), num, tokens.shape[1], cases.inputs.data_ptr(), cases.input_lengths.data_ptr(), num_cases,
-        cases.inputs.shape[1], task.base, task.max_steps, int(task.strict_syntax), int(bool(early_abort)),
+        cases.inputs.shape[1], task.base, task.max_steps, int(task.strict_syntax), *task.dialect.codes,
+        task.dialect.ring(task.max_steps), int(bool(early_abort)),
         *(t.data_ptr() for t in (result.outputs, result.output_lengths, result.status, result.steps)), num_outputs,
         num_threads)
     if rc != 0:
-        raise MemoryError(f"the naive interpreter could not allocate its tapes ({task.max_steps} cells per thread)")
+        cells = max(task.max_steps, task.dialect.ring(task.max_steps))
+        raise MemoryError(f"the naive interpreter could not allocate its tapes ({cells} cells per thread)")
     return result
 
 
 @functools.lru_cache(maxsize=1)
 def _native_naive():
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-    return LIBRARY.bind("synthenv_naive", [p, i64, i64, p, p, i64, i64, i32, i32, i32, i32, p, p, p, p, i64, i32])
+    return LIBRARY.bind("synthenv_naive", [p, i64, i64, p, p, i64, i64, i32, i32, i32, i32, i32, i32, i32, i32,
+                                           p, p, p, p, i64, i32])

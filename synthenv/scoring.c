@@ -32,13 +32,13 @@ void synthenv_score(const i32 *outputs, const i32 *output_lengths, const i8 *sta
 #pragma omp parallel for num_threads(num_threads) schedule(static)
     for (i64 n = 0; n < num_programs; n++) {
         int ok = 1, all_exact = 1;
-        i8 worst = ST_OK;
+        i8 worst = ST_OK; /* Execution.program_status */
         double total = 0.0;
         for (i64 k = 0; k < num_cases; k++) {
             const i64 item = n * num_cases + k;
             const i8 s = status[item];
+            if (ok && s != ST_OK && s != ST_ABORTED) worst = s; /* the first failing case's status */
             if (s != ST_OK) ok = 0;
-            if (s != ST_ABORTED && s > worst) worst = s;
             int exact;
             double r = score_case(outputs + item * num_outputs, output_lengths[item], expected + k * expected_width,
                                   expected_lengths[k], base, &exact);

@@ -33,7 +33,7 @@ class Scores:
         case_rewards: ``[N, K]`` float64, each case's reward incl. bonuses (4.0 = correct);
             0 in failed programs.
         case_correct: ``[N, K]`` bool, the case ran ok and printed exactly its expected output.
-        program_status: ``[N]`` int8 ``Status``: OK, STEP_LIMIT or SYNTAX_ERROR.
+        program_status: ``[N]`` int8 ``Status``: OK, or the status of the first failing case.
     """
 
     rewards: torch.Tensor

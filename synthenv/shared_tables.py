@@ -1,8 +1,8 @@
 """``tables.h``: the enums and lookup tables that synthenv's C and CUDA code shares with Python.
 
 They are defined once, in Python, and generated into ``synthenv/tables.h`` here, never retyped
-by hand: op codes (``synthenv.ir.Op``), statuses (``synthenv.language.Status``), token ids and
-the traditional compiler's lexing tables. tests/test_native_build.py fails when the file and the
+by hand: op codes (``synthenv.ir.Op``), statuses (``synthenv.language.Status``), token ids, the
+dialect codes (``synthenv.dialect``) and the traditional compiler's lexing tables. tests/test_native_build.py fails when the file and the
 Python sources differ; ``write_tables_header()`` rewrites it.
 
 >>> "enum { OP_" in tables_header()
@@ -24,7 +24,7 @@ def tables_header() -> str:
     (``synthenv.language``), and the traditional compiler's token classes and lexing tables
     (``compilers/traditional.py``). ``write_tables_header()`` rewrites the file.
     """
-    from synthenv import language
+    from synthenv import dialect, language
     from synthenv.compilers import traditional
     from synthenv.ir import Op
 
@@ -51,6 +51,11 @@ def tables_header() -> str:
         enum("ST_", [(status.name, status.value) for status in language.Status]),
         "/* synthenv.language token ids */",
         enum("T_", tokens),
+        "/* synthenv.dialect: Dialect.codes (left edge, end of input, output comparison) and its WHITESPACE */",
+        enum("EDGE_", [(name.upper(), i) for i, name in enumerate(dialect.LEFT_EDGES)]),
+        enum("EOF_", [(name.upper(), i) for i, name in enumerate(dialect.END_OF_INPUT)]),
+        enum("CMP_", [(name.upper(), i) for i, name in enumerate(dialect.OUTPUTS)]),
+        "#define SYN_IS_SPACE(v) (" + " || ".join(f"(v) == {v}" for v in dialect.WHITESPACE) + ")",
         "#ifdef SYNTHENV_LEX_TABLES",
         "/* compilers/traditional.py: token classes and the lexing tables (indexed by token id) */",
         enum("C_", classes),

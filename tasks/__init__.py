@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from synthenv.errors import UserError
 from synthenv.registry import Registry, UnknownNameError, unknown_name_message
-from . import generated
+from . import esolang, generated
 from .pqt import BUILDERS, PAPER_TASKS, TUNING_TASKS
 from .py2random import Py2Random
 from .starter import BUILDERS as STARTER_BUILDERS
@@ -104,18 +104,19 @@ def resolve(task: Task | str) -> Task:
 
 
 def from_spec(spec: Task | str) -> Task:
-    """A ``Task`` from a task, a registered name, a generated task's name (``gen-test-7``), or the path of a
-    JSON task file (``*.json``, see ``synthenv.tasks.files``): what ``synthenv train --task`` accepts."""
+    """A ``Task`` from a task, a registered name, a generated task's name (``gen-test-7``), the path of a
+    JSON task file (``*.json``, see ``synthenv.tasks.files``) or an EsoLang-Bench problem (``esolang:PATH#E01``,
+    see ``synthenv.tasks.esolang``): what ``synthenv train --task`` accepts."""
+    if esolang.is_spec(spec):
+        return esolang.from_spec(spec)
     if isinstance(spec, str) and is_task_file(spec):
         return load_task_file(spec)
     return resolve(spec)
 
 
-UnknownTaskError = UnknownNameError
-
-
 SUITE_SPECS = ("paper", "tuning", "tune", "starter", "user", "all", "generated-train:<count>",
-               "generated-test:<count>", "generated-test:<start>:<stop>", "generated-unseen:<count>")
+               "generated-test:<count>", "generated-test:<start>:<stop>", "generated-unseen:<count>",
+               "esolang:<path>", "esolang:<path>#<tier or id>")
 """What ``expand`` accepts besides task names and task files."""
 
 _GENERATED_SPEC = re.compile(r"generated-(?P<split>[^:]*):(?P<first>[0-9]+)(?::(?P<second>[0-9]+))?")
@@ -126,7 +127,9 @@ def expand(specs: str | Sequence[str]) -> list[str]:
     ``"starter"``, ``"user"``, ``"all"``: every registered task), a slice of a generated split
     (``"generated-test:50"``: the first 50 test tasks; ``"generated-train:100:200"``: train tasks 100 to 199), the
     first test tasks that no solution of the training tasks the shipped policy saw solves (``"generated-unseen:20"``,
-    ``generated.unseen``), or a task name or ``*.json`` task file, which stays as it is. Each name is checked; a file is read later.
+    ``generated.unseen``), EsoLang-Bench's problems (``"esolang:PATH"``, ``"esolang:PATH#easy"``: one spec each,
+    ``synthenv.tasks.esolang``), or a task name or ``*.json`` task file, which stays as it is. Each name is checked;
+    a task file is read later.
 
     >>> expand(["tune", "add", "generated-train:2"])
     ['reverse-tune', 'remove-char-tune', 'add', 'gen-train-0', 'gen-train-1']
@@ -143,6 +146,8 @@ def expand(specs: str | Sequence[str]) -> list[str]:
             names_out += names("tuning")
         elif spec.startswith("generated-"):
             names_out += _expand_generated(spec)
+        elif esolang.is_spec(spec):
+            names_out += esolang.expand(spec)
         elif is_task_file(spec) or spec in _registry or _is_generated_name(spec):
             names_out.append(spec)
         elif spec.startswith("gen-"):

@@ -65,6 +65,7 @@ from pathlib import Path
 import numpy as np
 
 from synthenv import reference
+from synthenv.dialect import PQT
 from synthenv.errors import UserError
 from synthenv.language import COMMANDS, Status, encode_batch
 from synthenv.reference import match_brackets
@@ -336,7 +337,7 @@ def _screen(program: str, inputs: Sequence[tuple[int, ...]], base: int, name: st
     if len(inputs) < MIN_DISTINCT_INPUTS:
         return None, "inputs"
     runner = _runner()
-    runs = runner.run(runner.compile([program]), Task(name, tuple((x, ()) for x in inputs), base),
+    runs = runner.run(runner.compile([program]), Task(name, tuple((x, ()) for x in inputs), base, dialect=PQT),
                       MAX_OUTPUT + 1, early_abort=True)
     if (runs.status != Status.OK).any():
         return None, "halts"
@@ -346,7 +347,7 @@ def _screen(program: str, inputs: Sequence[tuple[int, ...]], base: int, name: st
     reason = _trivial(inputs, outputs)
     if reason:
         return None, reason
-    task = Task(name, tuple(zip(inputs, outputs)), base)
+    task = Task(name, tuple(zip(inputs, outputs)), base, dialect=PQT)
     shortest = minimize(program, task)
     if not MIN_LENGTH <= len(shortest) <= MAX_LENGTH:
         return None, "length"
@@ -359,14 +360,15 @@ def _screen(program: str, inputs: Sequence[tuple[int, ...]], base: int, name: st
         return None, "known_solution"
     if solves_a_known_task(program) or solves_a_known_task(shortest):
         return None, "paper_task"
-    return Task(name, task.cases, base, solution=shortest, description=f"generated: {family.name}/{shape}"), None
+    return Task(name, task.cases, base, dialect=PQT, solution=shortest,
+                description=f"generated: {family.name}/{shape}"), None
 
 
 def minimize(program: str, task: Task) -> str:
     """``program`` with commands, loops and bracket pairs deleted while it still solves ``task``: each round
     keeps the shortest variant that solves it (the first such of equal length), until none does.
 
-    >>> task = Task("t", (((1, 2), (3,)), ((4, 1), (5,))))
+    >>> task = Task("t", (((1, 2), (3,)), ((4, 1), (5,))), dialect=PQT)
     >>> minimize(",>,<>[<+>-]<.", task)
     ',>,[<+>-]<.'
     """
@@ -388,14 +390,14 @@ def minimal_equivalent(program: str, task: Task) -> str:
     program a person can read beside the one an agent wrote. ``program`` itself when it does not solve
     ``task`` or the shorter one does not pass the reference check.
 
-    >>> task = Task("t", (((1, 2), (3,)), ((4, 1), (5,))))
+    >>> task = Task("t", (((1, 2), (3,)), ((4, 1), (5,))), dialect=PQT)
     >>> minimal_equivalent(",>,<>[<+>-]<.>[-]", task)
     ',>,[<+>-]<.'
     >>> minimal_equivalent("]],>,][<+>-]<.[", task)
     ',>,[<+>-]<.'
     """
     def solves(code: str) -> bool:
-        return reference.score_program(code, task.cases, task.base, task.max_steps, task.strict_syntax).solved
+        return reference.solves(code, task)
 
     if not solves(program):
         return program
@@ -485,7 +487,7 @@ def _union_tasks() -> tuple[_Union, ...]:
             if t.base == base:
                 slices[t.name] = (len(cases), len(cases) + t.num_cases)
                 cases += t.cases
-        unions.append(_Union(Task(f"known-tasks-base-{base}", tuple(cases), base), slices))
+        unions.append(_Union(Task(f"known-tasks-base-{base}", tuple(cases), base, dialect=PQT), slices))
     return tuple(unions)
 
 
@@ -542,11 +544,12 @@ def _run_reference(programs: Sequence[str], task: Task, num_outputs: int, early_
             if early_abort and (status[i, :k] != Status.OK).any():
                 status[i, k] = Status.ABORTED
                 continue
-            run = reference.run(code, inputs, task.base, task.max_steps)
+            run = reference.run(code, inputs, task.base, task.max_steps, task.dialect)
             status[i, k] = run.status
             if run.status == Status.OK:
-                lengths[i, k] = len(run.output)
-                outputs[i, k, : min(len(run.output), num_outputs)] = run.output[:num_outputs]
+                output = task.dialect.judged(run.output)
+                lengths[i, k] = len(output)
+                outputs[i, k, : min(len(output), num_outputs)] = output[:num_outputs]
     return _Runs(status, lengths, outputs)
 
 

@@ -13,11 +13,18 @@ from collections.abc import Callable
 
 import numpy as np
 
+from synthenv.dialect import PQT
+
 from .py2random import Py2Random
 from .task import Task
 
 SEED = 6849275409234
 NUM_CASES = 16
+
+
+def _pairs(name: str, cases, base: int, **fields) -> Task:
+    """A paper or tuning task: PQT's dialect (docs/semantics.md §1)."""
+    return Task.from_pairs(name, cases, base, dialect=PQT, **fields)
 
 
 def _rng() -> Py2Random:
@@ -30,7 +37,7 @@ def reverse() -> Task:
         length = rand.randrange(1, 7)
         x = [rand.randrange(1, 256) for _ in range(length)]
         cases.append((x, x[::-1] + [0]))
-    return Task.from_pairs("reverse", cases, 256, description="reverse the input, then print 0",
+    return _pairs("reverse", cases, 256, description="reverse the input, then print 0",
                            solution=",[>,]+[,<.]")  # docs/semantics.md §2 worked check
 
 
@@ -42,7 +49,7 @@ def remove_char() -> Task:
         x = [rand.randrange(1, 256) for _ in range(length)]
         x[position] = 1
         cases.append((x, x[:position] + x[position + 1 :] + [0]))
-    return Task.from_pairs("remove-char", cases, 256, description="echo the input without its 1s, then 0")
+    return _pairs("remove-char", cases, 256, description="echo the input without its 1s, then 0")
 
 
 def count_char() -> Task:
@@ -55,13 +62,13 @@ def count_char() -> Task:
         rand.shuffle(x)
         x = [v if v else others[rand.randrange(len(others))] for v in x]
         cases.append((x, [count]))
-    return Task.from_pairs("count-char", cases, 27, description="count the 1s in the input")
+    return _pairs("count-char", cases, 27, description="count the 1s in the input")
 
 
 def add() -> Task:
     pairs = [(4, 0), (0, 5), (1, 2), (67, 21), (55, 56), (128, 33), (221, 251), (130, 127), (255, 1)]
     cases = [([a, b], [(a + b) % 256, 0]) for a, b in pairs]
-    return Task.from_pairs("add", cases, 256, description="add two numbers mod 256, then print 0",
+    return _pairs("add", cases, 256, description="add two numbers mod 256, then print 0",
                            solution=",>,[<+>-]<.>.")
 
 
@@ -70,11 +77,11 @@ def bool_logic() -> Task:
         return int((x and not z) or (not y and not z) or (not x and y and z))
 
     cases = [([x, y, z], [f(x, y, z)]) for x, y, z in itertools.product(range(2), repeat=3)]
-    return Task.from_pairs("bool-logic", cases, 2, description="a fixed boolean function of 3 bits")
+    return _pairs("bool-logic", cases, 2, description="a fixed boolean function of 3 bits")
 
 
 def print_hello() -> Task:
-    return Task.from_pairs("print-hello", [([], [8, 5, 12, 12, 15])], 27, description="print 'hello' (a=1)",
+    return _pairs("print-hello", [([], [8, 5, 12, 12, 15])], 27, description="print 'hello' (a=1)",
                            solution="++++++++.---.+++++++..+++.")
 
 
@@ -86,7 +93,7 @@ def reverse_tune() -> Task:
         ([8, 6, 5, 15, 0], [15, 5, 6, 8, 0]),
         ([10, 12, 5, 2, 7, 0], [7, 2, 5, 12, 10, 0]),
     ]
-    return Task.from_pairs("reverse-tune", cases, 256, description="tuning task: reverse, 5 fixed cases")
+    return _pairs("reverse-tune", cases, 256, description="tuning task: reverse, 5 fixed cases")
 
 
 def remove_char_tune() -> Task:
@@ -100,7 +107,7 @@ def remove_char_tune() -> Task:
         ([18, 1, 12, 26, 7, 0], [18, 12, 26, 7, 0]),
         ([9, 10, 22, 1, 4, 0], [9, 10, 22, 4, 0]),
     ]
-    return Task.from_pairs("remove-char-tune", cases, 27, description="tuning task: remove-char, 8 fixed cases")
+    return _pairs("remove-char-tune", cases, 27, description="tuning task: remove-char, 8 fixed cases")
 
 
 def dflt(min_length: int = 1, max_length: int = 6, base: int = 256) -> Callable[[Py2Random], list[int]]:
@@ -179,8 +186,8 @@ def known_code(name: str) -> Callable[[], Task]:
 
     def build() -> Task:
         return Task.from_program(
-            name, solution, make_input, NUM_CASES, 256, seed=SEED, description=description, rng=Py2Random
-        )
+            name, solution, make_input, NUM_CASES, 256, seed=SEED, description=description, rng=Py2Random,
+            dialect=PQT)
 
     return build
 

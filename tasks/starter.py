@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from synthenv.dialect import PQT
+
 from .pqt import NUM_CASES, SEED
 from .py2random import Py2Random
 from .task import Task
@@ -21,7 +23,8 @@ def zero_terminated(rand: Py2Random) -> list[int]:
 
 def echo() -> Task:
     return Task.from_program("echo", ",[.,]", zero_terminated, NUM_CASES, 256, seed=SEED,
-                             description="starter: echo a 0-terminated input (without the 0)", rng=Py2Random)
+                             description="starter: echo a 0-terminated input (without the 0)", rng=Py2Random,
+                             dialect=PQT)
 
 
 STARTER_TASKS = ("echo",)

@@ -227,7 +227,7 @@ def test_the_new_best_rates_count_the_children_that_beat_their_islands_best():
     beat, known, hung = (torch.zeros(children.shape[:2]) for _ in range(3))
     for g, island in enumerate(children):
         for c, code in enumerate(decode_batch(island)):
-            score = reference.score_program(code, task.cases, task.base, task.max_steps, task.strict_syntax)
+            score = reference.score_program(code, task.cases, task.base, task.max_steps, task.dialect)
             known[g, c] = float(best[g] > EMPTY)
             beat[g, c] = float(torch.tensor(score.reward, dtype=torch.float32) > best[g])
             hung[g, c] = float(any(run.status == Status.STEP_LIMIT for run in score.runs))

@@ -27,7 +27,7 @@ from synthenv.tasks import Task
 # torch makes its per-user compile cache (<temp>/torchinductor_<user>, shared by every torch program) when
 # torch._dynamo is first imported, which the first optimizer does: imported above, at collection, so that the
 # check below sees what the tests write, not what importing torch writes once per process.
-INCREMENT = Task.from_pairs("increment", [([1], [2]), ([5], [6]), ([3], [4])], base=10, solution=",+.")
+INCREMENT = Task.from_pairs("increment", [([1], [2]), ([5], [6]), ([3], [4])], base=10, solution=",+.", dialect="pqt")
 SOLUTION = list(text_to_tokens(INCREMENT.solution))
 OPTIONS = dict(num_envs=32, max_len=len(SOLUTION))
 PPO_OPTIONS = dict(n_steps=16, batch_size=64, n_epochs=4, learning_rate=3e-3, seed=0, device="cpu")

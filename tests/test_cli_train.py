@@ -88,7 +88,7 @@ def test_a_task_file_trains_from_the_shell_and_a_malformed_one_names_its_field(t
                  "--log-dir", "None", "--no-progress", "--json-out", str(tmp_path / "out.json")]) == 0
     (result,) = json.loads((tmp_path / "out.json").read_text())
     assert result["task"] == "dot-file" and result["solved"] and result["best_program"] == "."
-    task.write_text(json.dumps({"name": "bad", "cases": [[[1], "two"]]}))
+    task.write_text(json.dumps({"name": "bad", "cases": [[[1], 2]]}))
     capsys.readouterr()
     assert main(["train", "--task", str(task), "--no-progress", "--log-dir", "None"]) == 2
     err = capsys.readouterr().err

@@ -1,9 +1,10 @@
 """The backbone: every exact backend x engine against the plain-Python oracle.
 
 Programs: uniform random 100-token programs, loop-heavy ones, mutations of known solutions,
-every task's solution, and hypothesis-generated programs; tasks with bases 2, 27 and 256,
-short step limits (so runs trip the limit inside folded ops and counted loops) and strict
-syntax. Compared: rewards (1e-6), solved flags and program status always; per case, the whole
+every task's solution, and hypothesis-generated programs; tasks with bases 2, 27 and 256 and the
+largest base accepted, short step limits (so runs trip the limit inside folded ops and counted
+loops) and every dialect (strict brackets, each left edge, each end of input, trailing
+whitespace ignored: ``synthenv.testing.exactness.dialect_tasks``). Compared: rewards (1e-6), solved flags and program status always; per case, the whole
 ``Execution`` (status, outputs, output lengths, raw steps), field for field, against what the
 oracle gives under the execution contract (synthenv/execution.py), so every engine gives the
 same per-case result as every other, early abort included (``test_engines_agree_case_by_case``
@@ -27,6 +28,7 @@ from synthenv.engines.cuda import CudaEngine
 from synthenv.naive import run_naive
 from synthenv.language import Status, decode_batch, encode_batch
 from synthenv.pipeline import Evaluator
+from synthenv.testing.exactness import base_edge_tasks, dialect_tasks
 
 EXACT_BACKENDS = ("traditional", "cpu")
 """Backends that must agree with the oracle on every program (the neural and hybrid
@@ -47,22 +49,26 @@ FAST_ENGINES = [e for e in CPU_ENGINES if e != "torch"]
 TORCH_TASKS = ("reverse", "count-char", "bool-logic", "print-hello", "add", "shift-left", "divide-2", "dedup")
 
 SHORT_LIMIT = dataclasses.replace(tasks.get("reverse"), name="reverse-short", max_steps=157)
-STRICT = dataclasses.replace(tasks.get("count-char"), name="count-char-strict", strict_syntax=True, max_steps=600)
+STRICT = dataclasses.replace(tasks.get("count-char"), name="count-char-strict", max_steps=600,
+                             dialect=dataclasses.replace(tasks.get("count-char").dialect, brackets="strict"))
 VARIANTS = {"reverse": tasks.get("reverse"), "count-char": tasks.get("count-char"),
             "bool-logic": tasks.get("bool-logic"), "reverse-short": SHORT_LIMIT, "count-char-strict": STRICT}
+DIALECTS = {task.name: task for task in dialect_tasks() + base_edge_tasks()}
+"""A task per dialect choice, and the bases at the edges of the accepted range."""
+VARIANTS.update(DIALECTS)
 
 
 @functools.lru_cache(maxsize=None)
 def oracle_runs(programs: tuple[str, ...], task_name: str) -> list[tuple[reference.CaseRun, ...]]:
     """Every case of every program, run by the oracle (cached per test session)."""
     task = VARIANTS[task_name]
-    return [tuple(reference.run(p, i, task.base, task.max_steps, task.strict_syntax) for i, _ in task.cases)
+    return [tuple(reference.run(p, i, task.base, task.max_steps, task.dialect) for i, _ in task.cases)
             for p in programs]
 
 
 def oracle_scores(programs: tuple[str, ...], task_name: str) -> list[reference.ProgramScore]:
     task = VARIANTS[task_name]
-    return [reference.score_program(p, task.cases, task.base, task.max_steps, task.strict_syntax) for p in programs]
+    return [reference.score_program(p, task.cases, task.base, task.max_steps, task.dialect) for p in programs]
 
 
 @functools.lru_cache(maxsize=None)
@@ -84,9 +90,9 @@ def evaluate(backend: str, engine: str, programs, task, early_abort: bool = True
 def expected_cases(programs, task_name, early_abort: bool, num_outputs: int):
     """Per program and case ``(status, steps, output length, outputs)`` as the contract derives
     them from the oracle: after a program's first failure (with early abort) ``ABORTED`` and
-    zeros; a failed case keeps only its status and steps; an ok case everything, outputs cut
-    to ``num_outputs`` and zero-padded."""
-    expected = []
+    zeros; a failed case keeps only its status and steps; an ok case everything, its output as the
+    dialect judges it, cut to ``num_outputs`` and zero-padded."""
+    expected, dialect = [], VARIANTS[task_name].dialect
     for runs in oracle_runs(tuple(programs), task_name):
         row, failed = [], False
         for run in runs:
@@ -95,8 +101,9 @@ def expected_cases(programs, task_name, early_abort: bool, num_outputs: int):
             elif run.status != Status.OK:
                 row.append((run.status, run.steps, 0, [0] * num_outputs))
             else:
-                kept = list(run.output[:num_outputs])
-                row.append((run.status, run.steps, len(run.output), kept + [0] * (num_outputs - len(kept))))
+                output = dialect.judged(run.output)
+                kept = list(output[:num_outputs])
+                row.append((run.status, run.steps, len(output), kept + [0] * (num_outputs - len(kept))))
             failed |= run.status != Status.OK
         expected.append(row)
     return expected
@@ -123,9 +130,7 @@ def assert_scores_match(programs, task_name, scores):
         where = f"program {i} {programs[i]!r}"
         assert abs(rewards[i] - w.reward) <= 1e-6, where
         assert solved[i] == w.solved, where
-        expected_status = next((r.status for r in w.runs if r.status == Status.SYNTAX_ERROR),
-                               next((r.status for r in w.runs if r.status != Status.OK), Status.OK))
-        assert status[i] == expected_status, where
+        assert status[i] == next((r.status for r in w.runs if r.status != Status.OK), Status.OK), where
 
 
 def test_every_backend_is_covered():
@@ -133,7 +138,7 @@ def test_every_backend_is_covered():
 
 
 @pytest.mark.parametrize("backend, engine", COMBOS, ids=COMBO_IDS)
-@pytest.mark.parametrize("task_name", list(VARIANTS))
+@pytest.mark.parametrize("task_name", [name for name in VARIANTS if name not in DIALECTS])
 @pytest.mark.parametrize("workload", ["uniform", "loop_heavy", "near"])
 def test_per_case_results_match_the_oracle(backend, engine, task_name, workload):
     num = {"torch": 50, "reference": 60}.get(engine, 300)  # the torch engine and the cpu pipeline are slow
@@ -142,6 +147,35 @@ def test_per_case_results_match_the_oracle(backend, engine, task_name, workload)
         execution, scores = evaluate(backend, engine, programs, VARIANTS[task_name], early_abort)
         assert_cases_match(programs, task_name, execution, early_abort)
         assert_scores_match(programs, task_name, scores)
+
+
+@pytest.mark.parametrize("backend, engine", COMBOS, ids=COMBO_IDS)
+@pytest.mark.parametrize("task_name", list(DIALECTS))
+def test_every_dialect_matches_the_oracle_case_by_case(backend, engine, task_name):
+    """Each dialect choice, and the edge bases, on a mix of the three workloads: every field of every case."""
+    num = {"torch": 20, "reference": 20}.get(engine, 150)
+    seed = sum(map(ord, task_name))
+    programs = sample("uniform", num, seed) + sample("loop_heavy", num, seed + 1) + sample("near", num, seed + 2)
+    for early_abort in (False, True):
+        execution, scores = evaluate(backend, engine, programs, VARIANTS[task_name], early_abort)
+        assert_cases_match(programs, task_name, execution, early_abort)
+        assert_scores_match(programs, task_name, scores)
+
+
+def test_the_dialect_tasks_reach_what_they_are_for():
+    """The oracle's runs of the dialect tasks hit each dialect's cases: left-edge errors, syntax errors, a pointer
+    going round the ring, reads past the input, and outputs that end in whitespace."""
+    programs = sample("uniform", 150, 1) + sample("loop_heavy", 150, 2)
+    seen = {}
+    for name, task in DIALECTS.items():
+        runs = [r for row in oracle_runs(programs, name) for r in row]
+        seen[name] = {r.status for r in runs}, sum(r.status == Status.OK and task.dialect.judged(r.output) != r.output
+                                                   for r in runs)
+    assert Status.LEFT_EDGE in seen["echo-twice*edge-error-lenient"][0] and Status.SYNTAX_ERROR in seen["add*strict"][0]
+    assert seen["lines*rstrip"][1] > 0  # some outputs end in whitespace, which the comparison ignores
+    wrapped = [p for p in programs if reference.run(p, (1, 2), 256, 300, DIALECTS["reverse*wrap7"].dialect).output
+               != reference.run(p, (1, 2), 256, 300, tasks.get("reverse").dialect).output]
+    assert wrapped  # the ring changes what some programs print
 
 
 def run_everywhere(programs, task, early_abort):
@@ -157,7 +191,7 @@ def run_everywhere(programs, task, early_abort):
 
 
 @pytest.mark.parametrize("early_abort", [False, True])
-@pytest.mark.parametrize("task_name", ["reverse-short", "count-char-strict", "bool-logic"])
+@pytest.mark.parametrize("task_name", ["reverse-short", "count-char-strict", "bool-logic", *DIALECTS])
 def test_engines_agree_case_by_case(task_name, early_abort):
     """Per case, every engine gives the same Execution as every other: statuses, outputs, output
     lengths and steps, early abort included (the torch engine runs every case and applies it
@@ -203,7 +237,7 @@ def test_tens_of_thousands_of_programs(engine, workload):
 
 
 PROGRAM_LISTS = st.lists(st.one_of(uniform_programs, loop_heavy_programs, idiom_programs), min_size=1, max_size=12)
-TASK_NAMES = st.sampled_from(["reverse", "count-char", "bool-logic", "reverse-short", "count-char-strict"])
+TASK_NAMES = st.sampled_from(["reverse", "count-char", "bool-logic", "reverse-short", "count-char-strict", *DIALECTS])
 
 
 def check_hypothesis_programs(engine, programs, task_name):

@@ -32,7 +32,7 @@ def reward_of(program: str | None) -> float:
     """The oracle's reward of a program that ended (None: no program ended, reward 0)."""
     if program is None:
         return 0.0
-    return reference.score_program(program, TASK.cases, TASK.base, TASK.max_steps, TASK.strict_syntax).reward
+    return reference.score_program(program, TASK.cases, TASK.base, TASK.max_steps, TASK.dialect).reward
 
 
 # ---- token mode, max_len 3: the reference tables ---------------------------------------------

@@ -20,7 +20,7 @@ PROGRAMS = [",[>,]+[,<.]", ",[>,]<[.<]", ",[.,]", "+.", "", "[", "]]+.", ",.,.",
 
 
 def oracle(program: str, task) -> reference.ProgramScore:
-    return reference.score_program(program, task.cases, task.base, task.max_steps, task.strict_syntax)
+    return reference.score_program(program, task.cases, task.base, task.max_steps, task.dialect)
 
 
 def loop_free(num: int, length: int, seed: int) -> list[str]:

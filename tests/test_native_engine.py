@@ -14,6 +14,7 @@ import torch
 
 import synthenv
 from synthenv.compilers.traditional import TraditionalCompiler
+from synthenv.dialect import PQT
 from synthenv import compilers, engines, native_build, reference, tasks, workloads
 from synthenv.engines import common, native
 from synthenv.engines.native import NativeEngine
@@ -30,7 +31,8 @@ TASKS = {
     "reverse-300": dataclasses.replace(tasks.get("reverse"), name="reverse-300", max_steps=300),
     "count-char-400": dataclasses.replace(tasks.get("count-char"), name="count-char-400", max_steps=400),
     "bool-logic-200": dataclasses.replace(tasks.get("bool-logic"), name="bool-logic-200", max_steps=200),
-    "add-strict-300": dataclasses.replace(tasks.get("add"), name="add-strict-300", strict_syntax=True, max_steps=300),
+    "add-strict-300": dataclasses.replace(tasks.get("add"), name="add-strict-300", max_steps=300,
+                                          dialect=dataclasses.replace(PQT, brackets="strict")),
 }
 WORKLOADS = ("uniform", "loop_heavy", "near")
 
@@ -59,7 +61,7 @@ def assert_matches_oracle(programs, task, execution):
     lengths, outputs = execution.output_lengths.tolist(), execution.outputs.tolist()
     for i, code in enumerate(programs):
         for k, (inputs, _) in enumerate(task.cases):
-            want = reference.run(code, inputs, task.base, task.max_steps, task.strict_syntax)
+            want = reference.run(code, inputs, task.base, task.max_steps, task.dialect)
             where = f"program {code!r} case {k}"
             assert status[i][k] == want.status, where
             assert steps[i][k] == (want.steps if want.status != Status.SYNTAX_ERROR else 0), where

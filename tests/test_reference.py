@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from synthenv.dialect import ESOLANG, PQT, STANDARD, Dialect
 from synthenv.language import Status, decode_batch, encode_batch, text_to_tokens, tokens_to_text
 from synthenv.reference import case_reward, match_brackets, run, score_program
+
+STRICT_PQT = Dialect(brackets="strict", left_edge="clamp")
 
 
 def test_cells_wrap_at_base():
@@ -37,10 +40,10 @@ def test_unmatched_brackets_are_one_step_no_ops():
 
 
 def test_strict_syntax_fails_unmatched_programs_without_running():
-    outcome = run("]+.", strict_syntax=True)
+    outcome = run("]+.", dialect=STRICT_PQT)
     assert outcome.status == Status.SYNTAX_ERROR
     assert outcome.output == () and outcome.steps == 0
-    assert run("[]+.", strict_syntax=True).status == Status.OK
+    assert run("[]+.", dialect=STRICT_PQT).status == Status.OK
 
 
 def test_loops_skip_and_repeat():
@@ -101,3 +104,45 @@ def test_text_token_round_trip():
         encode_batch(["+++"], length=2)
     with pytest.raises(TypeError, match="single str"):
         encode_batch("+++")
+
+
+def test_an_error_left_edge_fails_at_the_first_move_left_of_cell_0_counting_it_as_a_step():
+    outcome = run(">+<<+.", dialect=STANDARD)
+    assert (outcome.status, outcome.steps, outcome.output) == (Status.LEFT_EDGE, 4, ())
+    assert run(">+<.", dialect=STANDARD).output == (0,)  # back on cell 0 is fine
+    # The step limit trips first when it comes before the failing `<` (4 steps run, the limit is 4).
+    assert run("+++<", max_steps=3, dialect=STANDARD).status == Status.STEP_LIMIT
+    assert run("+++<", max_steps=4, dialect=STANDARD).status == Status.LEFT_EDGE
+
+
+def test_a_wrapping_left_edge_makes_the_tape_a_ring():
+    ring = Dialect(left_edge="wrap", tape_cells=3)
+    assert run("<+.>.>.>.", dialect=ring).output == (1, 0, 0, 1)  # cell 2, then 0, 1, 2 again
+    assert run(">>>+<<<.", dialect=ring).output == (1,)  # three steps right is cell 0 again
+    # A ring larger than 2 * max_steps behaves as an endless tape: the engines keep min(tape_cells, 2 * max_steps).
+    assert Dialect(left_edge="wrap").ring(100) == 200 and Dialect(left_edge="wrap", tape_cells=7).ring(100) == 7
+
+
+def test_end_of_input_zero_max_or_unchanged():
+    program = "+++,.,.,."
+    assert run(program, [5], dialect=STANDARD).output == (5, 0, 0)
+    assert run(program, [5], 256, dialect=Dialect(end_of_input="max")).output == (5, 255, 255)
+    assert run(program, [5], 10, dialect=Dialect(end_of_input="max")).output == (5, 9, 9)
+    assert run(program, [5], dialect=Dialect(end_of_input="unchanged")).output == (5, 5, 5)
+    assert run("+++,.", [], dialect=Dialect(end_of_input="unchanged")).output == (3,)
+
+
+def test_rstrip_output_ignores_trailing_whitespace_on_both_sides():
+    hello = "+" * 72 + ".>" + "+" * 10 + "..>" + "+" * 32 + "."  # 'H', '\n', '\n', ' '
+    assert run(hello, max_steps=10_000).output == (72, 10, 10, 32)
+    assert score_program(hello, [((), (72,))], 256, 10_000, ESOLANG).solved
+    assert score_program(hello, [((), (72, 9))], 256, 10_000, ESOLANG).solved  # expected 'H\t' is 'H' too
+    assert not score_program(hello, [((), (72,))], 256, 10_000, STANDARD).solved
+    assert not score_program(hello, [((), (32, 72))], 256, 10_000, ESOLANG).solved  # leading space counts
+
+
+def test_strict_brackets_fail_before_any_step_in_every_left_edge():
+    for edge in ("clamp", "error", "wrap"):
+        outcome = run("+[.", dialect=Dialect(left_edge=edge))
+        assert (outcome.status, outcome.steps) == (Status.SYNTAX_ERROR, 0)
+    assert run("+[.", dialect=PQT).status == Status.OK

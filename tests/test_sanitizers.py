@@ -16,6 +16,7 @@ import torch
 
 from synthenv import compilers, native_build, tasks, workloads
 from synthenv.compilers.traditional import compile_native
+from synthenv.dialect import PQT
 from synthenv.engines.native import NativeEngine
 from synthenv.naive import run_naive
 from synthenv.native_build import NativeBuildError
@@ -52,7 +53,8 @@ RUNS = [  # (workload, programs, task, early_abort)
     ("near", 5_000, tasks.get("reverse"), False),
     ("loop_heavy", 3_000, dataclasses.replace(tasks.get("count-char"), max_steps=700), False),
     ("uniform", 3_000, tasks.get("bool-logic"), True),
-    ("loop_heavy", 3_000, dataclasses.replace(tasks.get("add"), strict_syntax=True, max_steps=157), False),
+    ("loop_heavy", 3_000, dataclasses.replace(tasks.get("add"), max_steps=157,
+                                                          dialect=dataclasses.replace(PQT, brackets="strict")), False),
 ]
 
 
@@ -88,7 +90,7 @@ def test_the_sanitizer_catches_an_out_of_bounds_tape(driver, tmp_path, monkeypat
     monkeypatch.setenv("SYNTHENV_CACHE_DIR", str(tmp_path / "cache"))
     sources = sanitizer.driver_sources()
     source = sources[0].read_text()  # engines/native.c
-    allocation = "cell_t *tape = (cell_t *)calloc((size_t)max_steps, sizeof(cell_t));"
+    allocation = "cell_t *tape = (cell_t *)calloc((size_t)cells, sizeof(cell_t));"
     assert source.count(allocation) == 1
     broken = tmp_path / sources[0].name
     broken.write_text(source.replace(allocation, "cell_t *tape = (cell_t *)calloc(1, sizeof(cell_t));"))

@@ -10,6 +10,7 @@ from synthenv import reference, tasks
 from synthenv.language import Status
 from synthenv.registry import UnknownNameError
 from synthenv.tasks import Py2Random, Task
+from synthenv.tasks.task import MAX_BASE, MAX_STEPS
 
 # The first values of random.Random(6849275409234).random(); Mersenne Twister seeding and
 # random() are the same on Python 2 and 3, so these are what PQT's generator saw.
@@ -146,15 +147,23 @@ def test_user_task_from_program():
     "kwargs, message",
     [
         (dict(name="t", cases=[([300], [1])], base=256), "must lie in \\[0, base=256\\)"),
-        (dict(name="t", cases=[], base=256), "at least one"),
-        (dict(name="t", cases=[([1], [1])], base=1), r"base must be an int in \[2, 2147483648\].*got 1"),
-        (dict(name="t", cases=[([1], [1])], base=2**31 + 1), r"base must be an int in \[2, 2147483648\]"),
+        (dict(name="t", cases=[], base=256), "needs 1 to 1024 .* cases"),
+        (dict(name="t", cases=[([1], [1])] * 1025), "needs 1 to 1024 .* got 1025"),
+        (dict(name="t", cases=[([1] * 4097, [1])]), "more than 4096 values"),
+        (dict(name="t", cases=[([1], [1])], base=1), r"base must be an int in \[2, 2147483647\].*got 1"),
+        # the native engine carried the base as int32: 2**31 printed negative values (the largest base is 2**31 - 1)
+        (dict(name="t", cases=[([1], [1])], base=2**31), r"base must be an int in \[2, 2147483647\]"),
         (dict(name="t", cases=[([1], [1])], base=256.0), "base must be an int"),
-        (dict(name="t", cases=[([1], [1])], max_steps=0), r"max_steps must be an int in \[1, 2147483647\].*got 0"),
-        # the native engine used to truncate this to 32 bits: STEP_LIMIT after 50 steps
-        (dict(name="t", cases=[([1], [1])], max_steps=2**32 + 50), r"max_steps .*int32.*4294967346"),
-        (dict(name="t", cases=[([1], [1])], max_steps=2**31), r"max_steps must be an int in \[1, 2147483647\]"),
+        (dict(name="t", cases=[([1], [1])], max_steps=0), r"max_steps must be an int in \[1, 1000000\].*got 0"),
+        (dict(name="t", cases=[([1], [1])], max_steps=2**32 + 50), r"max_steps .*4294967346"),
+        (dict(name="t", cases=[([1], [1])], max_steps=1_000_001), r"max_steps must be an int in \[1, 1000000\]"),
         (dict(name="t", cases=[(1, 2)]), "must be a pair"),
+        (dict(name="../x", cases=[([1], [1])]), "a task name is a label .* got '../x'"),
+        (dict(name="/abs", cases=[([1], [1])]), "without '/'"),
+        (dict(name="x" * 101, cases=[([1], [1])]), "1 to 100 printable"),
+        (dict(name="a\nb", cases=[([1], [1])]), "printable"),
+        (dict(name="..", cases=[([1], [1])]), "a task name is a label"),
+        (dict(name="t", cases=[([1], [1])], dialect="lenient"), "unknown dialect 'lenient'; the presets are"),
     ],
 )
 def test_bad_task_definitions_raise_clear_errors(kwargs, message):
@@ -176,7 +185,8 @@ def test_reference_program_failure_status_is_reported():
 
 
 def test_the_largest_base_and_step_limit_are_accepted():
-    assert Task("t", (((1,), (1,)),), base=2**31, max_steps=2**31 - 1).base == 2**31
+    task = Task("t", (((1,), (1,)),), base=MAX_BASE, max_steps=MAX_STEPS)
+    assert (task.base, task.max_steps) == (2**31 - 1, 1_000_000)
 
 
 @pytest.mark.parametrize("engine", ["torch", "native"])
@@ -196,9 +206,9 @@ def test_a_large_base_runs_exactly(engine):
     execution = engines.get(engine).run(TraditionalCompiler(impl="torch").compile(encode_batch(programs, 12)), task)
     for i, code in enumerate(programs):
         for k, (inputs, _) in enumerate(task.cases):
-            want = reference.run(code, inputs, task.base, task.max_steps)
+            want = reference.run(code, inputs, task.base, task.max_steps, task.dialect)
             got = (int(execution.status[i, k]), int(execution.steps[i, k]))
             assert got == (want.status, want.steps), (code, inputs)
             if want.status == Status.OK:
                 assert execution.outputs[i, k, : len(want.output)].tolist() == list(want.output), (code, inputs)
-    assert dataclasses.replace(task, base=2**31).base == 2**31
+    assert dataclasses.replace(task, base=MAX_BASE).base == MAX_BASE

@@ -23,7 +23,7 @@ class ScoreCommand:
     """BF programs ('_' = EOS ends a program; characters other than ><+-[]., and
     spaces are ignored, with a warning)."""
     task: str = "reverse"
-    """Task name ('synthenv tasks' lists them)."""
+    """Task: a registered name ('synthenv tasks' lists them), a generated task's name or a JSON task file."""
     backend: str = DEFAULT_BACKEND
     """Compiler backend: traditional, cpu, neural or hybrid."""
     engine: str = "auto"
@@ -43,10 +43,10 @@ class ScoreCommand:
             raise UserError("give at least one BF program, e.g. synthenv score --task reverse ',[.,]'")
         for index, program in enumerate(self.programs):
             self._check_characters(index, program)
-        task = tasks.get(self.task)
+        task = tasks.from_spec(self.task)
         result = api.score(list(self.programs), task, self.backend, self.engine, self.device)
-        print(f"task {task.name}: base {task.base}, {task.num_cases} cases, max_steps {task.max_steps}"
-              + (", strict syntax" if task.strict_syntax else ""))
+        print(f"task {task.name}: base {task.base}{', text' if task.text else ''}, {task.num_cases} cases, "
+              f"max_steps {task.max_steps}; {task.dialect.describe()}")
         for index, program in enumerate(self.programs):
             print()
             print(format_program(result, index, program, self.cases))
@@ -96,18 +96,19 @@ def format_program(result, index: int, program: str, cases: bool = True) -> str:
     rows = [("case", "status", "ok", "input", "output", "expected")]
     for case, (inputs, expected) in enumerate(task.cases):
         case_status = Status(int(result.status[index, case]))
-        shown = _values(result.output(index, case), int(result.output_lengths[index, case]))
-        if case_status in (Status.SYNTAX_ERROR, Status.ABORTED):
-            shown = "-"
+        shown = _values(task, result.output(index, case), int(result.output_lengths[index, case]))
+        if case_status != Status.OK:
+            shown = "-"  # a failed case exposes no output (synthenv.execution)
         correct = "ok" if bool(result.case_correct[index, case]) else "x"
-        rows.append((str(case), case_status.name.lower(), correct, _values(inputs), shown, _values(expected)))
+        rows.append((str(case), case_status.name.lower(), correct, _values(task, inputs), shown,
+                     _values(task, task.dialect.judged(expected))))
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     return "\n".join(lines)
 
 
-def _values(values, total: int | None = None) -> str:
-    text = "[" + ", ".join(str(v) for v in values) + "]"
+def _values(task, values, total: int | None = None) -> str:
+    text = task.show(values)
     if total is not None and total > len(values):
-        text = text[:-1] + f", ... ({total} values)]"
+        text += f" ... ({total} values)"
     return text

@@ -1,4 +1,4 @@
-"""``synthenv tasks``: list the registered tasks, or the first tasks of a generated split."""
+"""``synthenv tasks``: list the registered tasks, the first tasks of a generated split, or one task's cases."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Literal, Optional
 
 @dataclass(frozen=True)
 class TasksCommand:
-    """List tasks with their cell base, number of cases and step limit; with --generated, the tasks
-    gen-{split}-{start} to gen-{split}-{start+count-1} of a generated split with their family and program."""
+    """List tasks with their cell base, number of cases, step limit and dialect; with --generated, the tasks
+    gen-{split}-{start} to gen-{split}-{start+count-1} of a generated split with their family and program; with
+    --task, one task's dialect and cases (text shown as text)."""
 
     suite: Literal["all", "paper", "tuning", "starter", "user"] = "all"
     """Which tasks: the 26 paper tasks, the 2 tuning tasks, the starter tasks, user-registered ones, or all."""
@@ -19,6 +20,8 @@ class TasksCommand:
     """How many generated tasks to list (with --generated)."""
     start: int = 0
     """The index of the first generated task to list (with --generated)."""
+    task: Optional[str] = None
+    """Show this task's dialect and cases: a registered name, a generated task's name or a JSON task file."""
 
     def __post_init__(self) -> None:
         from synthenv.checks import require_positive_int
@@ -30,13 +33,17 @@ class TasksCommand:
     def run(self) -> int:
         from synthenv import tasks
 
+        if self.task is not None:
+            print(describe_task(tasks.from_spec(self.task)))
+            return 0
         if self.generated is not None:
             return self._run_generated()
         rows = [tasks.get(name) for name in tasks.names(self.suite)]
         width = max((len(t.name) for t in rows), default=4)
-        print(f"{'task':<{width}}  base  cases  max_steps  description")
+        print(f"{'task':<{width}}  base  cases  max_steps  {'dialect':<8}  description")
         for t in rows:
-            print(f"{t.name:<{width}}  {t.base:>4}  {t.num_cases:>5}  {t.max_steps:>9}  {t.description}")
+            print(f"{t.name:<{width}}  {t.base:>4}  {t.num_cases:>5}  {t.max_steps:>9}  {dialect_name(t):<8}  "
+                  f"{t.description}")
         return 0
 
     def _run_generated(self) -> int:
@@ -50,3 +57,33 @@ class TasksCommand:
             print(f"{r.task.name:<{width}}  {r.task.base:>4}  {r.task.num_cases:>5}  {r.family:<{family_width}}  "
                   f"{r.program}")
         return 0
+
+
+def dialect_name(task) -> str:
+    """The preset a task's dialect is (``pqt``, ``standard``, ``esolang``), else ``custom``."""
+    from synthenv.dialect import PRESETS
+
+    return next((name for name, dialect in PRESETS.items() if dialect == task.dialect), "custom")
+
+
+def describe_task(task) -> str:
+    """A task as ``synthenv tasks --task`` shows it: its settings, dialect, then one line per case (text as text).
+
+    >>> from synthenv.tasks import Task
+    >>> print(describe_task(Task.from_pairs("shout", [("hi", "HI!")], description="upper-case, then '!'")))
+    shout: upper-case, then '!'
+      base 256 (text), 1 cases, max_steps 5000
+      dialect standard: strict brackets, left edge is an error, end of input 0, exact output
+      case  input  expected output
+      0     'hi'   'HI!'
+    """
+    lines = [f"{task.name}: {task.description}" if task.description else task.name,
+             f"  base {task.base}{' (text)' if task.text else ''}, {task.num_cases} cases, max_steps {task.max_steps}",
+             f"  dialect {dialect_name(task)}: {task.dialect.describe()}"]
+    if task.solution:
+        lines.append(f"  known solution: {task.solution}")
+    rows = [("case", "input", "expected output")]
+    rows += [(str(k), task.show(inputs), task.show(expected)) for k, (inputs, expected) in enumerate(task.cases)]
+    widths = [max(len(row[c]) for row in rows) for c in range(3)]
+    lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(lines)

@@ -16,9 +16,10 @@ from typing import Annotated
 
 import tyro
 
-from synthenv import agents, distributed
+from synthenv import agents, distributed, reference, tasks
 from synthenv.agents import TrainConfig
 from synthenv.checks import require_writable
+from synthenv.language import Status
 
 DEFAULT_ALGO = TrainConfig.algo
 
@@ -68,7 +69,7 @@ class TrainCommand:
                 results = agents.train(config, team)  # the seeds split over the ranks; rank 0 gets all
             if results is None:
                 return 0
-        print(summary(results))
+        print(summary(results, tasks.from_spec(config.task)))
         if self.json_out:
             with open(self.json_out, "w") as f:
                 json.dump([dataclasses.asdict(r) for r in results], f, indent=2)
@@ -125,8 +126,9 @@ def other_algorithms_hint(argv: list[str], algo: str) -> str:
                    for takers, flags in hints.items())
 
 
-def summary(results) -> str:
-    """The final report: per seed solved?, NPE, time, best program; then the success count and speed."""
+def summary(results, task=None) -> str:
+    """The final report: per seed solved?, NPE, time, best program (for a text ``task``, what it prints on the
+    first case, as text); then the success count and speed."""
     lines = []
     for r in results:
         outcome = (f"solved at NPE {r.npe:,} ({r.seconds:.1f} s)" if r.solved
@@ -134,9 +136,24 @@ def summary(results) -> str:
         minimal = f" (minimal: {r.minimal_program!r})" if r.minimal_program not in (None, r.best_program) else ""
         lines.append(f"seed {r.seed}: {outcome}; best reward {r.best_reward:.4f}: {r.best_program!r}{minimal}"
                      + (f"  [{r.run_dir}]" if r.run_dir else ""))
+        if task is not None and task.text and r.best_program:
+            lines.append("  " + first_case(task, r.best_program))
     solved = [r for r in results if r.solved]
     mean = f"{sum(r.npe for r in solved) / len(solved):,.0f}" if solved else "-"
     speed = results[0].programs_per_s if results else 0.0
     lines.append(f"{results[0].task} / {results[0].algo}: solved {len(solved)}/{len(results)}, mean NPE to solve "
                  f"{mean}; {speed:,.0f} programs/s (agent included)")
     return "\n".join(lines)
+
+
+def first_case(task, program: str) -> str:
+    """What ``program`` prints on ``task``'s first case beside what it should, as the task shows values.
+
+    >>> from synthenv.tasks import Task
+    >>> first_case(Task.from_pairs("up", [("ab", "AB")]), ",.,.")
+    "case 0: input 'ab' -> printed 'ab', expected 'AB'"
+    """
+    inputs, expected = task.cases[0]
+    run = reference.run(program, inputs, task.base, task.max_steps, task.dialect)
+    printed = task.show(task.dialect.judged(run.output)) if run.status == Status.OK else run.status.name
+    return f"case 0: input {task.show(inputs)} -> printed {printed}, expected {task.show(task.dialect.judged(expected))}"

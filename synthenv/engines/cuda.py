@@ -13,7 +13,8 @@ CI has no GPU, but NVRTC runs without a driver: ``compile_ptx`` compiles every v
 (``variants()``) to PTX with the ``nvidia-cuda-nvrtc-cu12`` wheel through ``cuda-bindings``
 (tests/test_cuda_compile.py, ``synthenv doctor``).
 
-Tapes: each resident thread owns one tape column of ``max_steps`` cells (bytes when the
+Tapes: each resident thread owns one tape column of ``max_steps`` cells (under a wrapping dialect,
+``max(max_steps, Dialect.ring)``; bytes when the
 task's base is at most 256), interleaved so that lanes at the same pointer coalesce. Tapes are
 allocated zeroed, kept in a cache bounded by bytes (``TapeCache``, ``$SYNTHENV_CUDA_TAPE_BYTES``,
 default 2 GiB in all) per (device, stream, cell width, max_steps), and the kernel leaves them
@@ -203,7 +204,8 @@ _TAPES = TapeCache(TAPE_BYTES)
 
 
 def tape_for(device_index: int, stream: int, byte_cells: bool, max_steps: int) -> tuple[torch.Tensor, int]:
-    """A zeroed tape for ``slots`` threads: ``[max_steps * slots]`` cells; returns (tape, slots)."""
+    """A zeroed tape for ``slots`` threads: ``[max_steps * slots]`` cells (``max_steps``: the cells one thread
+    needs, ``max(max_steps, Dialect.ring)``); returns (tape, slots)."""
     props = torch.cuda.get_device_properties(device_index)
     cell = 1 if byte_cells else 4
     resident = props.multi_processor_count * props.max_threads_per_multi_processor
@@ -261,7 +263,9 @@ class CudaEngine:
             return finalize(result, program, task, early_abort)
         stream = torch.cuda.current_stream(device)
         variant = KernelVariant(byte_cells=task.base <= 256, early_abort=bool(early_abort))
-        tape, slots = tape_for(index, stream.cuda_stream, variant.byte_cells, task.max_steps)
+        edge, eof, cmp = task.dialect.codes
+        ring = task.dialect.ring(task.max_steps)
+        tape, slots = tape_for(index, stream.cuda_stream, variant.byte_cells, max(task.max_steps, ring))
         # [N] smallest failed case index so far; K = none yet
         first_failure = torch.full((num_programs if early_abort else 1,), num_cases, dtype=torch.int32, device=device)
         blocks = min(slots, -(-total // BLOCK) * BLOCK) // BLOCK
@@ -273,7 +277,8 @@ class CudaEngine:
             _kernel(index, variant)(
                 (blocks,), (BLOCK,),
                 (c_code, np.int64(num_programs), np.int64(num_slots), c_inputs, c_lengths, np.int64(num_cases),
-                 np.int64(cases.inputs.shape[1]), np.int32(task.base), np.int32(task.max_steps), c_out, c_out_len,
+                 np.int64(cases.inputs.shape[1]), np.int32(task.base), np.int32(task.max_steps), np.int32(edge),
+                 np.int32(eof), np.int32(cmp), np.int32(ring), c_out, c_out_len,
                  c_status, c_steps, np.int64(num_outputs), c_tape, np.int64(blocks * BLOCK), c_first),
             )
         return finalize(result, program, task, early_abort)

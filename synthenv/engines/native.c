@@ -5,15 +5,19 @@
 
 #include "vm.h"
 
-/* Returns 0, or -1 if a tape could not be allocated. keep_failed: see syn_run_case. */
+/* Returns 0, or -1 if a tape could not be allocated. keep_failed: see syn_run_case. The dialect
+ * (edge, eof, cmp, ring) as syn_dialect holds it. */
 int synthenv_run(const i32 *code, i64 num_programs, i64 num_slots, const i32 *inputs, const i32 *input_lengths,
-                 i64 num_cases, i64 input_width, i32 base, i32 max_steps, i32 early_abort, i32 *outputs,
-                 i32 *output_lengths, i8 *status, i32 *steps, i64 num_outputs, i32 num_threads, i32 keep_failed) {
+                 i64 num_cases, i64 input_width, i32 base, i32 max_steps, i32 edge, i32 eof, i32 cmp, i32 ring,
+                 i32 early_abort, i32 *outputs, i32 *output_lengths, i8 *status, i32 *steps, i64 num_outputs,
+                 i32 num_threads, i32 keep_failed) {
     int failed = 0;
+    const syn_dialect dialect = {edge, eof, cmp, ring};
+    const i32 cells = edge == EDGE_WRAP && ring > max_steps ? ring : max_steps;
     if (num_threads <= 0) num_threads = omp_get_max_threads();
 #pragma omp parallel num_threads(num_threads) reduction(| : failed)
     {
-        cell_t *tape = (cell_t *)calloc((size_t)max_steps, sizeof(cell_t));
+        cell_t *tape = (cell_t *)calloc((size_t)cells, sizeof(cell_t));
         if (!tape) failed = 1;
 #pragma omp for schedule(dynamic, 16)
         for (i64 n = 0; n < num_programs; n++) {
@@ -27,7 +31,7 @@ int synthenv_run(const i32 *code, i64 num_programs, i64 num_slots, const i32 *in
                     continue;
                 }
                 i32 s = syn_run_case(code + n * num_slots * 5, inputs + k * input_width, input_lengths[k], base,
-                                     max_steps, tape, 1, out, (i32)num_outputs, output_lengths + item, steps + item,
+                                     max_steps, dialect, tape, 1, out, (i32)num_outputs, output_lengths + item, steps + item,
                                      0, (i32)k, keep_failed);
                 status[item] = (i8)s;
                 stop = early_abort && s != ST_OK;

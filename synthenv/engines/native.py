@@ -42,7 +42,8 @@ def is_available() -> bool:
 @functools.lru_cache(maxsize=1)
 def _kernel():
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-    return LIBRARY.bind("synthenv_run", [p, i64, i64, p, p, i64, i64, i32, i32, i32, p, p, p, p, i64, i32, i32])
+    return LIBRARY.bind("synthenv_run", [p, i64, i64, p, p, i64, i64, i32, i32, i32, i32, i32, i32, i32, p, p, p, p,
+                                         i64, i32, i32])
 
 
 def loop_iterations(delta: int, value: int, base: int) -> int:
@@ -109,9 +110,11 @@ class NativeEngine:
         )
         rc = _kernel()(
             code.data_ptr(), num_programs, num_slots, cases.inputs.data_ptr(), cases.input_lengths.data_ptr(),
-            num_cases, cases.inputs.shape[1], task.base, task.max_steps, int(bool(early_abort)),
+            num_cases, cases.inputs.shape[1], task.base, task.max_steps, *task.dialect.codes,
+            task.dialect.ring(task.max_steps), int(bool(early_abort)),
             *(t.data_ptr() for t in (result.outputs, result.output_lengths, result.status, result.steps)),
             num_outputs, self.num_threads, int(bool(keep_failed)))
         if rc != 0:
-            raise MemoryError(f"the native kernel could not allocate its tapes ({task.max_steps} cells per thread)")
+            cells = max(task.max_steps, task.dialect.ring(task.max_steps))
+            raise MemoryError(f"the native kernel could not allocate its tapes ({cells} cells per thread)")
         return result

@@ -56,19 +56,25 @@ SYN_FN i64 syn_iterations(i64 d, i64 v, i64 base) {
     return t == 0 ? m : t;
 }
 
-/* Run one IR program on one input (case `case_index` of its task). Returns a Status and
- * writes, per the execution contract (synthenv/execution.py): for OK, the first num_outputs
- * values printed (zero-padded), their count and the raw step count; for a failure, zero
- * outputs, count 0 and steps = max_steps (or, with keep_failed, what the run printed before it
- * stopped: a diagnostic for tests, not part of the contract). The tape must be all zeros on
- * entry (cells at tape[i * stride]); it is all zeros again on return.
+/* Run one IR program on one input (case `case_index` of its task) in `dialect`. Returns a Status
+ * and writes, per the execution contract (synthenv/execution.py): for OK, the first num_outputs
+ * values printed (zero-padded), their count (under CMP_RSTRIP up to the last non-whitespace value)
+ * and the raw step count; for a failure, zero outputs, count 0 and steps = max_steps (LEFT_EDGE:
+ * the steps up to and including the failing `<`), or, with keep_failed, what the run printed
+ * before it stopped: a diagnostic for tests, not part of the contract. The tape must be all zeros
+ * on entry (cells at tape[i * stride]: max_steps of them, or dialect.ring under EDGE_WRAP); it is
+ * all zeros again on return.
  * first_failure (CUDA early abort, else 0): the smallest index of a failed case of this program
  * so far; the run stops (ABORTED) once a case before it has failed. */
 SYN_FN i32 syn_run_case(const i32 *code, const i32 *inputs, i32 input_len, i32 base, i32 max_steps,
-                        cell_t *tape, i64 stride, i32 *out, i32 num_outputs, i32 *out_len, i32 *steps_out,
-                        volatile i32 *first_failure, i32 case_index, i32 keep_failed) {
-    i32 pc = 0, ptr = 0, next_in = 0, nout = 0, high = 0, status;
+                        syn_dialect dialect, cell_t *tape, i64 stride, i32 *out, i32 num_outputs, i32 *out_len,
+                        i32 *steps_out, volatile i32 *first_failure, i32 case_index, i32 keep_failed) {
+    i32 pc = 0, ptr = 0, next_in = 0, nout = 0, high = 0, status, kept = 0;
     i64 steps = 0;
+    /* EDGE_WRAP: the pointer unwrapped (vptr) and the range it has touched, for clearing the ring */
+    const i32 ring = dialect.edge == EDGE_WRAP ? dialect.ring : 0;
+    i32 vptr = 0, vlo = 0, vhi = 0;
+    const i32 eof = dialect.eof == EOF_MAX ? base - 1 : 0;
     /* hang watch: the iteration started at pc w_pc with pointer w_ptr and input position w_in */
     i32 log_n = LOG_OFF, w_pc = -1, w_ptr = 0, w_in = 0;
     i32 log_pos[SYN_LOG], log_old[SYN_LOG];
@@ -133,6 +139,22 @@ SYN_FN i32 syn_run_case(const i32 *code, const i32 *inputs, i32 input_len, i32 b
             NEXT;
         }
         OP(move, OP_MOVE) {
+            if (ring) { /* EDGE_WRAP: the tape is a ring */
+                CHARGE(ins[3]);
+                vptr += arg;
+                vlo = vptr < vlo ? vptr : vlo;
+                vhi = vptr > vhi ? vptr : vhi;
+                ptr = syn_wrap(vptr, ring);
+                pc++;
+                NEXT;
+            }
+            if (ptr + arg < ins[2] && dialect.edge == EDGE_ERROR) {
+                /* The run passes cell 0. Runs of moves are monotone (compilers/traditional.py), so
+                 * this is a run of `<` whose (ptr + 1)-th fails; the ptr before it are steps. */
+                CHARGE(ptr);
+                steps += 1;
+                goto left_edge;
+            }
             CHARGE(ins[3]);
             ptr += arg;
             if (ptr < ins[2]) ptr = ins[2]; /* `<` clamps at cell 0: the folded floor */
@@ -145,13 +167,17 @@ SYN_FN i32 syn_run_case(const i32 *code, const i32 *inputs, i32 input_len, i32 b
             i32 v = (i32)TAPE(ptr), end = nout + arg, stop = end < num_outputs ? end : num_outputs;
             for (i32 j = nout; j < stop; j++) out[j] = v;
             nout = end;
+            if (!SYN_IS_SPACE(v)) kept = end; /* CMP_RSTRIP counts up to here */
             pc++;
             NEXT;
         }
         OP(in, OP_IN) {
             CHARGE(ins[3]);
+            const i32 first = next_in;
             next_in += arg;
-            i32 v = next_in - 1 < input_len ? inputs[next_in - 1] : 0; /* keep the last read */
+            i32 v = eof; /* past the input: the dialect's end-of-input value */
+            if (next_in - 1 < input_len) v = inputs[next_in - 1];
+            else if (dialect.eof == EOF_UNCHANGED) v = first < input_len ? inputs[input_len - 1] : (i32)TAPE(ptr);
             LOG_WRITE(ptr, (i32)TAPE(ptr));
             TAPE(ptr) = (cell_t)v;
             pc++;
@@ -222,8 +248,15 @@ SYN_FN i32 syn_run_case(const i32 *code, const i32 *inputs, i32 input_len, i32 b
                 const i32 *body = code + 5 * (i64)q;
                 if (body[0] == OP_ADD) {
                     i32 at = ptr + body[2];
+                    if (ring) {
+                        const i32 vat = vptr + body[2];
+                        vlo = vat < vlo ? vat : vlo;
+                        vhi = vat > vhi ? vat : vhi;
+                        at = syn_wrap(vat, ring);
+                    } else if (at > high) {
+                        high = at;
+                    }
                     TAPE(at) = (cell_t)syn_wrap((i64)TAPE(at) + t * body[1], base);
-                    if (at > high) high = at;
                 } else if (body[0] == OP_JNZ || body[0] == OP_HALT) {
                     break;
                 }
@@ -249,7 +282,16 @@ fail:
     steps = max_steps;
     status = ST_STEP_LIMIT;
     if (!keep_failed) nout = 0; /* a failed case exposes only its status and step count */
+    goto done;
+left_edge:
+    status = ST_LEFT_EDGE;
+    if (!keep_failed) nout = 0;
 done:
+    if (status == ST_OK && dialect.cmp == CMP_RSTRIP) nout = kept;
+    if (ring) { /* clear what the run touched: the ring, or the cells vlo..vhi on it */
+        if ((i64)vhi - vlo + 1 >= ring) vlo = 0, vhi = ring - 1;
+        for (i32 v = vlo; v <= vhi; v++) TAPE(syn_wrap(v, ring)) = 0;
+    }
     for (i32 j = 0; j <= high; j++) TAPE(j) = 0;
     for (i32 j = nout < 0 ? 0 : nout; j < num_outputs; j++) out[j] = 0;
     *out_len = nout;

@@ -14,6 +14,7 @@ from gymnasium.vector import AutoresetMode
 from synthenv import tasks as task_registry
 from synthenv.checks import require_seed
 from synthenv.compilers import DEFAULT_BACKEND
+from synthenv.dialect import Dialect
 from synthenv.language import DEFAULT_MAX_LEN, MAX_LEN
 from synthenv.registry import unknown_name_message
 from synthenv.tasks import Task
@@ -76,6 +77,9 @@ class EnvConfig:
     """Override of the task's step limit (None: the task's own, PQT 5000)."""
     strict_syntax: bool | None = None
     """Override of the task's bracket rule: True fails unbalanced programs (None: the task's own)."""
+    dialect: Dialect | str | None = None
+    """Override of the task's dialect (``synthenv.dialect``): a ``Dialect`` or a preset name (``pqt``,
+    ``standard``, ``esolang``); None: the task's own. ``strict_syntax`` applies after it."""
     allow_eos: bool = True
     """Whether EOS is legal in token-mode action masks and in ``sample_actions`` (PQT's protocol
     writes exactly ``max_len`` tokens: False). Actions are never rejected for it."""
@@ -118,6 +122,8 @@ class EnvConfig:
             _check_int("max_steps", self.max_steps, 1)
         if self.strict_syntax is not None and not isinstance(self.strict_syntax, bool):
             raise TypeError(f"strict_syntax must be None, True or False, got {self.strict_syntax!r}")
+        if self.dialect is not None:
+            object.__setattr__(self, "dialect", Dialect.parse(self.dialect))
         try:
             torch.device(self.device)
         except (RuntimeError, TypeError) as error:
@@ -131,8 +137,11 @@ class EnvConfig:
     def resolve_task(self) -> Task:
         """The task the env runs: the named (or given) task with this config's overrides."""
         task = task_registry.resolve(self.task)
-        overrides = {name: getattr(self, name) for name in ("base", "max_steps", "strict_syntax")
+        overrides = {name: getattr(self, name) for name in ("base", "max_steps", "dialect")
                      if getattr(self, name) is not None}
+        if self.strict_syntax is not None:
+            brackets = "strict" if self.strict_syntax else "lenient"
+            overrides["dialect"] = dataclasses.replace(overrides.get("dialect", task.dialect), brackets=brackets)
         if not overrides:
             return task
         return dataclasses.replace(task, **overrides)  # Task re-checks its cases against the new base

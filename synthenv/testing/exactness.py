@@ -18,10 +18,12 @@ import torch
 from synthenv import compilers, engines, reference, tasks, workloads
 from synthenv.compilers.cpu import CPUPipeline
 from synthenv.compilers.traditional import TraditionalCompiler
+from synthenv.dialect import ESOLANG, PQT
 from synthenv.execution import Execution
 from synthenv.language import decode_batch, encode_batch
 from synthenv.pipeline import Evaluator
 from synthenv.tasks import Task
+from synthenv.tasks.task import MAX_BASE
 
 FIELDS = ("status", "steps", "output_lengths", "outputs")
 LENGTH = 100
@@ -29,10 +31,48 @@ LENGTH = 100
 
 def check_tasks() -> list[Task]:
     """Bases 256, 27 and 2, short step limits (runs trip them inside folded ops and counted loops),
-    strict syntax."""
+    every dialect choice (``dialect_tasks``) and the bases at the edges of the accepted range."""
     variant = lambda name, **kw: dataclasses.replace(tasks.get(name), name=f"{name}*", **kw)  # noqa: E731
     return [variant("reverse", max_steps=300), variant("count-char", max_steps=400),
-            variant("bool-logic", max_steps=200), variant("add", strict_syntax=True, max_steps=300)]
+            variant("bool-logic", max_steps=200), *dialect_tasks(), *base_edge_tasks()]
+
+
+def dialect_tasks() -> list[Task]:
+    """Tasks that between them take every choice of every dialect field (``synthenv.dialect``), with short step
+    limits: strict brackets; an error left edge; a ring of 7 cells (random programs go round it); each end of
+    input; trailing whitespace ignored, on text whose cases print spaces and newlines (with lenient brackets, so
+    that random programs run).
+
+    >>> sorted({t.dialect.left_edge for t in dialect_tasks()}), sorted({t.dialect.end_of_input for t in dialect_tasks()})
+    (['clamp', 'error', 'wrap'], ['max', 'unchanged', 'zero'])
+    """
+    def variant(name: str, label: str, max_steps: int, **fields) -> Task:
+        task = tasks.get(name)
+        return dataclasses.replace(task, name=f"{name}*{label}", max_steps=max_steps,
+                                   dialect=dataclasses.replace(task.dialect, **fields))
+
+    text = Task.from_pairs("lines*rstrip", [("a b\n", "b a \n"), ("  x", "x\n\n"), ("hi there ", "HI\t"),
+                                            ("\n\n", ""), ("ok", "ok  ")], max_steps=400,
+                           dialect=dataclasses.replace(ESOLANG, brackets="lenient", left_edge="clamp"))
+    return [variant("add", "strict", 300, brackets="strict"),
+            variant("reverse", "edge-error", 300, brackets="strict", left_edge="error"),
+            variant("echo-twice", "edge-error-lenient", 400, left_edge="error"),
+            variant("reverse", "wrap7", 300, left_edge="wrap", tape_cells=7),
+            variant("remove-char", "wrap", 300, left_edge="wrap", brackets="strict"),
+            variant("reverse", "eof-max", 300, end_of_input="max"),
+            variant("count-char", "eof-unchanged", 400, end_of_input="unchanged", left_edge="error"),
+            text]
+
+
+def base_edge_tasks() -> list[Task]:
+    """The smallest and the largest cell base a task accepts (2 and ``tasks.task.MAX_BASE``), with inputs at the
+    top of the range (so ``+`` and ``-`` wrap there) and expected outputs from a reference program."""
+    top = MAX_BASE - 1
+    big = Task.from_pairs("base-max", [([top], [2]), ([top - 3], [top - 1]), ([0, 5], [3]), ([top, top], [2])],
+                          base=MAX_BASE, max_steps=300, dialect=PQT)
+    small = Task.from_pairs("base-2", [([1, 0], [0]), ([0, 1], [1]), ([1, 1], [0]), ([0], [1])], base=2,
+                            max_steps=300, dialect=PQT)
+    return [big, small]
 
 
 def check_programs(num: int, seed: int = 0) -> list[str]:
@@ -74,7 +114,7 @@ class Outcome:
 
 def _oracle(programs: list[str], task: Task) -> tuple[Execution, torch.Tensor]:
     full = CPUPipeline().execute(encode_batch(programs, LENGTH), task, early_abort=False)
-    rewards = torch.tensor([reference.score_program(p, task.cases, task.base, task.max_steps, task.strict_syntax)
+    rewards = torch.tensor([reference.score_program(p, task.cases, task.base, task.max_steps, task.dialect)
                             .reward for p in programs], dtype=torch.float64)
     return full, rewards
 

@@ -61,7 +61,8 @@ def run_driver(driver: Path, program: Program | torch.Tensor, task: Task, num_ou
     cases = task.tensors("cpu")
     num, width, num_cases = data.shape[0], data.shape[1], cases.num_cases
     header = np.array([mode, num, width, num_cases, cases.inputs.shape[1], task.base, task.max_steps,
-                       int(early_abort), num_outputs, num_threads, int(task.strict_syntax)], dtype=np.int64)
+                       int(early_abort), num_outputs, num_threads, int(task.strict_syntax), *task.dialect.codes,
+                       task.dialect.ring(task.max_steps)], dtype=np.int64)
     with tempfile.TemporaryDirectory() as tmp:
         source, target = Path(tmp) / "in.bin", Path(tmp) / "out.bin"
         source.write_bytes(header.tobytes() + data.numpy().tobytes() + cases.inputs.numpy().tobytes()
