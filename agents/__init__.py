@@ -1,20 +1,19 @@
-"""Synthesis agents: synthenv's default agent and the PQT paper's baselines.
+"""Synthesis agents: synthenv's default agent, its learned variant and the PQT paper's baselines.
 
-Algorithms register by name (``agents.registry``); each takes its config, the seeds of the S
-members it trains at once, ``max_len`` and the device:
+A folder per role, each with a map of its own in its docstring:
 
-- ``islands``: the default agent, an island search with an elitist warm start, a library of known programs and a
-  learned program prior (``agents.island_agent``, built from ``library``, ``mutation``, ``island_search``,
-  ``operators``, ``program_prior``).
-- ``ppo``: the same search with a PPO-trained edit operator, an edit policy pretrained across generated tasks and
-  fine-tuned on the task at hand (``learner``, ``editor``).
-- ``mutation``: elitist mutation search, the plain baseline a learning agent must clear
-  (``agents.mutation``).
-- ``pqt``, ``pg-pqt``, ``reinforce``: the PQT paper's policy-gradient family (``agents.pg``).
-- ``ga``, ``random``: the PQT paper's search baselines (``agents.search``).
+- ``search/``: the search the default agent, ``islands``, runs: an elitist warm start (``mutation``, also
+  registered as the plain baseline), a library of known programs, a learned program prior, and island
+  populations whose children come from operators (random edits, crossover, idioms).
+- ``policy/``: the edit policy, the learned operator that ``ppo`` adds to the search, and its learner.
+- ``pretraining/``: what ``synthenv pretrain`` runs and ships (the policy fitted to repairs across tasks).
+- ``pqt/``: the PQT paper's agents, ``pqt``, ``pg-pqt``, ``reinforce`` (a token policy), ``ga`` and ``random``.
+- ``run/``: one training job: its config and results, the loop, the schedule, tracking, logs, what a run
+  leaves behind.
 
-Train with ``agents.train(TrainConfig(...))`` or ``synthenv train``; adapt the token-mode env to
-Stable-Baselines3 with ``agents.sb3``.
+``registry.py`` names the algorithms and parses specs (``ppo:policy_fraction=0``). Train with
+``agents.train(TrainConfig(...))`` or ``synthenv train``. The Stable-Baselines3 adapter of the token-mode env
+is ``synthenv.env.sb3``.
 
 >>> from synthenv import agents
 >>> agents.names()
@@ -23,15 +22,16 @@ Stable-Baselines3 with ``agents.sb3``.
 
 from __future__ import annotations
 
-from .island_agent import IslandAgent
-from .island_config import IslandsConfig, PPOConfig
-from .job import DEFAULT_NPE, RunResult, TrainConfig
-from .mutation import MutationConfig, MutationSearch
-from .pg import PRESETS, PGConfig, PolicyGradient
-from .policies import PolicyConfig
+from .pqt.ga import GAConfig, GeneticAlgorithm
+from .pqt.pg import PRESETS, PGConfig, PolicyGradient
+from .pqt.policies import PolicyConfig
+from .pqt.random_search import RandomConfig, RandomSearch
 from .registry import default_config, make, names
-from .search import GAConfig, GeneticAlgorithm, RandomConfig, RandomSearch
-from .trainer import Trainer, train
+from .run.job import DEFAULT_NPE, RunResult, TrainConfig
+from .run.trainer import Trainer, train
+from .search.agent import IslandAgent
+from .search.config import IslandsConfig, PPOConfig
+from .search.mutation import MutationConfig, MutationSearch
 
 __all__ = ["names", "default_config", "make", "train", "TrainConfig", "Trainer", "RunResult", "DEFAULT_NPE",
            "IslandAgent", "IslandsConfig", "PPOConfig", "PGConfig", "GAConfig", "RandomConfig", "MutationConfig",

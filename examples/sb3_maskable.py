@@ -1,6 +1,6 @@
 """sb3-contrib's MaskablePPO on synthenv's token mode, through the SB3 adapter, in one file.
 
-``synthenv.agents.sb3.SB3VecEnv`` is token mode behind SB3's ``VecEnv`` interface (numpy at the
+``synthenv.env.sb3.SB3VecEnv`` is token mode behind SB3's ``VecEnv`` interface (numpy at the
 boundary) with ``action_masks()``, which MaskablePPO reads before every step: the syntax masks
 let it write only bracket-balanced programs. A callback stops the run when a program solves the
 task or the wall-clock budget is spent, and keeps the best program seen.
@@ -22,7 +22,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecMonitor
 
-from synthenv.agents.sb3 import SB3VecEnv
+from synthenv.env.sb3 import SB3VecEnv
 from synthenv.language import decode_batch
 
 

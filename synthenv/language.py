@@ -75,7 +75,7 @@ def drop_unmatched_brackets(tokens: torch.Tensor) -> torch.Tensor:
     Under PQT's lenient brackets an unmatched bracket is a one-step no-op, so the program without it prints
     the same in every dialect of lenient brackets, in fewer steps; and it is balanced, so that it runs under
     strict brackets too. Search agents write programs in the lenient space and hand a strict task this form
-    of each (``agents.trainer``). Tensor ops on the tokens' device, no host sync.
+    of each (``agents.run.trainer``). Tensor ops on the tokens' device, no host sync.
 
     >>> drop_unmatched_brackets(encode_batch(["]+[.]]", "[[-]", "+"])).tolist()
     [[3, 5, 7, 6, 0, 0], [5, 4, 6, 0, 0, 0], [3, 0, 0, 0, 0, 0]]

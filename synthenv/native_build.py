@@ -3,8 +3,8 @@
 synthenv's C code sits beside the Python module it serves: the VM (``engines/vm.h``, shared
 by the OpenMP entry point ``engines/native.c`` and the CUDA one ``engines/cuda.cu``), the
 traditional compiler's passes (``compilers/traditional.c``), the scorer (``scoring.c``), the
-benchmark's naive interpreter (``naive.c``) and the agents' operators (``agents/variation.c``,
-``agents/feedback.c``). The enums and lookup tables they share with Python are generated from
+benchmark's naive interpreter (``naive.c``) and the agents' operators (``agents/search/variation.c``,
+``agents/run/feedback.c``). The enums and lookup tables they share with Python are generated from
 the Python sources into ``tables.h`` (``synthenv/shared_tables.py``; a test fails when the file
 is stale), never retyped by hand.
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from synthenv.agents.buffers import program_mask, sample_programs, shift_right, token_log_probs
-from synthenv.agents.policies import PolicyConfig, make_policy
+from synthenv.agents.pqt.sampling import program_mask, sample_programs, shift_right, token_log_probs
+from synthenv.agents.pqt.policies import PolicyConfig, make_policy
 from synthenv.language import EOS
 
 

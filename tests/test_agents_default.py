@@ -14,10 +14,10 @@ import torch
 from states import assert_same
 from synthenv import reference, tasks
 from synthenv.agents import IslandAgent, IslandsConfig, MutationConfig, PPOConfig, TrainConfig, Trainer, train
-from synthenv.agents.island_agent import HANDOVER_CHECK_EVERY
-from synthenv.agents.islands import Islands
-from synthenv.agents.priority_queue import EMPTY, ProgramQueue
-from synthenv.agents.program_prior import prior_programs
+from synthenv.agents.search.agent import HANDOVER_CHECK_EVERY
+from synthenv.agents.search.islands import Islands
+from synthenv.agents.search.queue import EMPTY, ProgramQueue
+from synthenv.agents.search.prior import prior_programs
 from synthenv.language import Status, decode_batch
 
 SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_every=1, update_batch=16,
@@ -464,14 +464,15 @@ def test_the_agent_solves_a_task_from_a_task_file(tmp_path):
 
 
 def test_the_c_fast_path_and_the_torch_path_run_the_same_search(monkeypatch):
-    """The agent's C operators (variation.c through agents.rows: edits, splices, hashes, lengths, the islands' and queues'
+    """The agent's C operators (variation.c through agents.search.rows: edits, splices, hashes, lengths, the islands' and queues'
     selection) are the CPU's fast path; a GPU runs their torch twins. Whole runs agree bit for bit:
     islands, queues, edit policy, optimizer and generators after several generations with drift and
     restarts. (The feedback features and the edit policy's draws are computed one way in both runs: their C
     and torch versions agree only up to float rounding, tests/test_agents_feedback.py and
     tests/test_agents_variation.py.)"""
     from synthenv import native_build
-    from synthenv.agents import feedback, rows
+    from synthenv.agents.run import feedback
+    from synthenv.agents.search import rows
 
     if not native_build.is_available():
         pytest.skip(f"no C compiler here: {native_build.unavailable_reason()}")

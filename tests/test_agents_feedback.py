@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from synthenv import native_build, tasks
-from synthenv.agents.feedback import FEATURES, feedback_features
+from synthenv.agents.run.feedback import FEATURES, feedback_features
 from synthenv.env import SynthVecEnv
 from synthenv.language import encode_batch
 

@@ -1,4 +1,4 @@
-"""The library of known programs (``agents.library``): what the default agent's first generation runs before its
+"""The library of known programs (``agents.search.library``): what the default agent's first generation runs before its
 fresh programs, the shipped one (the solutions of the training tasks the shipped policy saw, none of which solves a
 paper or tuning task), library files as user data, ``synthenv library``, and the held-out test tasks whose behaviour
 no training solution has (``generated.seen``, ``generated-unseen:<count>``)."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 from synthenv.agents import PPOConfig, TrainConfig, Trainer, train
-from synthenv.agents.island_agent import IslandAgent
-from synthenv.agents.library import SHIPPED, Library, LibraryConfig, build_library, read_library
+from synthenv.agents.search.agent import IslandAgent
+from synthenv.agents.search.library import SHIPPED, Library, LibraryConfig, build_library, read_library
 from synthenv.tasks import generated
 
 from synthenv import reference, tasks

@@ -8,12 +8,12 @@ import math
 import pytest
 import torch
 
-from synthenv.agents.buffers import token_log_probs
-from synthenv.agents.common import clip_grad_norm_per_member, masked_mean
-from synthenv.agents.pg import PRESETS, PolicyGradient
-from synthenv.agents.policies import PolicyConfig, make_policy
-from synthenv.agents.losses import (clipped_policy_loss, clipped_value_loss, explained_variance,
-                                    normalize_advantages, risk_seeking_advantages)
+from synthenv.agents.pqt.sampling import token_log_probs
+from synthenv.agents.policy.optim import clip_grad_norm_per_member
+from synthenv.agents.search.members import masked_mean
+from synthenv.agents.pqt.pg import PRESETS, PolicyGradient
+from synthenv.agents.pqt.policies import PolicyConfig, make_policy
+from synthenv.agents.policy.losses import (clipped_policy_loss, clipped_value_loss, explained_variance, normalize_advantages, risk_seeking_advantages)
 
 
 def test_clipped_policy_loss_clips_only_in_the_favourable_direction():

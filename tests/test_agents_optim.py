@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from synthenv.agents.optim import MemberAdam
+from synthenv.agents.policy.optim import MemberAdam
 
 
 def _grads(steps: int, shape: tuple[int, ...], seed: int = 0) -> list[torch.Tensor]:

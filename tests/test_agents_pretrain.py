@@ -11,18 +11,17 @@ import torch
 
 from synthenv import reference
 from synthenv.agents import PPOConfig, TrainConfig, Trainer, train
-from synthenv.agents.editor import EditorConfig, EditPolicy, edit_log_probs
-from synthenv.agents.experience import Probes, probe_rates, search_experience
-from synthenv.agents.feedback import NUM_FEATURES
-from synthenv.agents.learner import EditLearner
-from synthenv.agents.operators import EDIT_FIELDS, Members
-from synthenv.agents.policy_file import SHIPPED, load_policy, save_policy, start_policy
-from synthenv.agents.pretrain import JUDGED_TEMPERATURES, PretrainConfig, fit, pretrain
-from synthenv.agents.pretrain_pg import policy_gradient
-from synthenv.agents.repair import corrupt, evaluate, repair_loss, repair_rate, repair_set
-from synthenv.agents.run_data import FILE_NAME, load_runs
-from synthenv.agents.variation import DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, inverse_edits, random_edits, \
-    random_programs
+from synthenv.agents.policy.editor import EditorConfig, EditPolicy, edit_log_probs
+from synthenv.agents.pretraining.probes import Probes, probe_rates, search_probes
+from synthenv.agents.run.feedback import NUM_FEATURES
+from synthenv.agents.policy.learner import EditLearner
+from synthenv.agents.search.operators import EDIT_FIELDS, Members
+from synthenv.agents.policy.files import SHIPPED, load_policy, save_policy, start_policy
+from synthenv.agents.pretraining.pretrain import JUDGED_TEMPERATURES, PretrainConfig, fit, pretrain
+from synthenv.agents.pretraining.repair import corrupt, evaluate, repair_loss, repair_rate, repair_set
+from synthenv.agents.run.data import FILE_NAME, load_runs
+from synthenv.agents.search.variation import (DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, inverse_edits,
+                                              random_edits, random_programs)
 from synthenv.checkpoint import CheckpointError
 from synthenv.cli import main
 from synthenv.language import Status, decode_batch, encode_batch
@@ -84,23 +83,19 @@ def test_pretraining_lowers_the_repair_loss_on_tasks_it_never_saw():
 
 def test_pretrain_writes_a_policy_file_with_its_card_and_an_agent_starts_from_it(tmp_path):
     out = tmp_path / "policy.pt"
-    config = PretrainConfig(tasks=12, validation_tasks=4, search_generations=6, corruptions=4, lookahead_tasks=1,
-                            steps=20, batch_size=64, pg_steps=3, pg_tasks=2, out=str(out))
+    config = PretrainConfig(tasks=12, validation_tasks=4, corruptions=4, steps=20, batch_size=64, out=str(out))
     lines = []
     card = pretrain(config, log=lines.append)
     assert out.exists() and any("repair rate with 16 variants" in line for line in lines)
     assert any(line.startswith("new-best rate on") for line in lines)
     loaded = load_policy(out)
     assert loaded.card["command"] == ("synthenv pretrain --tasks 12 --validation-tasks 4 --corruptions 4 "
-                                      f"--lookahead-tasks 1 --search-generations 6 --steps 20 --batch-size 64 --pg-steps 3 --pg-tasks 2 "
-                                      f"--out {out}")
+                                      f"--steps 20 --batch-size 64 --out {out}")
     assert card["data"]["tasks"] == [0, 12] and card["validation"]["tasks"] == [12, 16]
     data = card["data"]
-    assert data["repair_examples"] > 0 and data["search_examples"] > 0 and data["lookahead_examples"] > 0
-    assert data["examples"] == data["repair_examples"] + data["search_examples"] + data["lookahead_examples"]
+    assert data["repair_examples"] > 0 and data["examples"] == data["repair_examples"]
     for kind in ("new_best_rate", "step_limit_rate"):
         assert set(card["validation"][kind]) == {"random", *(f"policy at temperature {t}" for t in JUDGED_TEMPERATURES)}
-    assert card["policy_gradient"]["steps"] == 3 and card["policy_gradient"]["tasks"] == [0, 2]
     agent = Trainer(TrainConfig(task="reverse-tune", algo="ppo", algo_config=PPOConfig(policy=str(out)),
                                 seeds=(0, 1), log_dir=None, progress=False, npe=10**5)).algorithm
     for name, value in agent.learner.policy.named_parameters():
@@ -110,36 +105,15 @@ def test_pretrain_writes_a_policy_file_with_its_card_and_an_agent_starts_from_it
 def test_pretraining_needs_examples(tmp_path):
     with pytest.raises(ValueError, match="needs examples"):
         PretrainConfig(corruptions=0)
-    with pytest.raises(ValueError, match="needs steps"):
+    with pytest.raises(ValueError, match="steps must be a positive int"):
         PretrainConfig(steps=0)
-    with pytest.raises(ValueError, match="pg_tasks=300 is more than tasks=200"):
-        PretrainConfig(tasks=200, pg_steps=1, pg_tasks=300)
     with pytest.raises(ValueError, match="corruptions must be an int >= 0"):
         PretrainConfig(corruptions=-1)
     (tmp_path / "empty").mkdir()
-    config = PretrainConfig(tasks=2, validation_tasks=1, search_generations=0, corruptions=0,
-                            from_runs=str(tmp_path / "empty"), out=str(tmp_path / "p.pt"))
+    config = PretrainConfig(tasks=2, validation_tasks=1, corruptions=0, from_runs=str(tmp_path / "empty"),
+                            out=str(tmp_path / "p.pt"))
     with pytest.raises(ValueError, match="found no examples"):
         pretrain(config, log=lambda line: None)
-
-
-def test_the_policy_gradient_phase_teaches_the_policy_to_avoid_programs_that_never_halt():
-    """The shipped policy, given the default agent's update on its own variants of parents from searches of four
-    training tasks, writes far fewer variants that never halt on parents from searches of tasks it never saw
-    (each program's status is the engine's, which the differential tests hold to the reference interpreter)."""
-    evaluator, generator = Evaluator.create(), torch.Generator().manual_seed(0)
-    train_pairs, held_out = generated.pairs("train", 0, 4), generated.pairs("train", 10**6, 4)
-    _, parents = search_experience(train_pairs, 30, 0, evaluator, 100)
-    _, probes = search_experience(held_out, 30, 1, evaluator, 100)
-    policy = EditPolicy(EditorConfig(), 1, NUM_FEATURES, [generator], CPU)
-    start_policy(policy, load_policy(SHIPPED), SHIPPED)
-    write = lambda parents, features, v: policy.sample(parents, features, [generator], None, v)[0]  # noqa: E731
-    before = probe_rates(write, held_out, probes, 4, evaluator, 100)[1]
-    log = policy_gradient(policy, train_pairs, parents, repair_set(train_pairs, 16, 100, 3, generator, evaluator),
-                          steps=60, learning_rate=1e-3, generator=generator, evaluator=evaluator, log_every=20)
-    after = probe_rates(write, held_out, probes, 4, evaluator, 100)[1]
-    assert log.steps == [20, 40, 60] and log.step_limit_rate[-1] < log.step_limit_rate[0]
-    assert before > 0.03 and after < 0.7 * before
 
 
 def test_policy_files_are_untrusted_data(tmp_path, capsys):
@@ -209,13 +183,13 @@ def test_runs_leave_their_improving_edits_and_solution_for_pretrain(tmp_path):
     assert [pair[1] for pair in solved] == ([result.best_program] if result.solved else [])
     with pytest.raises(FileNotFoundError):
         load_runs(tmp_path / "nowhere", 100)
-    card = pretrain(PretrainConfig(tasks=2, validation_tasks=2, search_generations=0, corruptions=0, steps=5,
+    card = pretrain(PretrainConfig(tasks=2, validation_tasks=2, corruptions=0, steps=5,
                                    batch_size=8, from_runs=str(tmp_path / "runs"), out=str(tmp_path / "p.pt")),
                     log=lambda line: None)
     assert card["data"]["from_runs_examples"] == card["data"]["examples"] >= len(examples)
     shipped = load_policy(SHIPPED)
     lines = []
-    card = pretrain(PretrainConfig(tasks=2, validation_tasks=2, search_generations=0, corruptions=0, steps=1,
+    card = pretrain(PretrainConfig(tasks=2, validation_tasks=2, corruptions=0, steps=1,
                                    batch_size=8, learning_rate=1e-9, from_runs=str(tmp_path / "runs"),
                                    start="pretrained", out=str(tmp_path / "more.pt")), log=lines.append)
     more = load_policy(tmp_path / "more.pt")  # one step of a vanishing size: still the shipped policy
@@ -291,42 +265,26 @@ def test_the_shipped_policy_repairs_held_out_tasks_far_more_often_than_random_ed
     assert len(examples) > 100 and learned > 2 * chance and learned > 0.1
 
 
-def test_search_experience_is_the_random_edits_that_beat_their_island_best_by_the_reference_interpreter():
-    """Every example of ``search_experience`` is a parent that its island search drew, with its feedback, and
-    random edits whose child scores above the parent (it beat its island's best, which is at least the
-    parent's reward) by the reference interpreter; every probe's reward is its own, at most its island's best."""
+def test_probes_are_parents_their_island_search_drew_with_their_own_reward():
+    """Every probe's reward is its own by the reference interpreter, at most its island's best; the probes are a
+    function of the arguments."""
     pairs = generated.pairs("train", 0, 3)
-    config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, elitist=False, policy_fraction=0.0,
-                       policy="scratch")
-    examples, probes = search_experience(pairs, 12, 0, Evaluator.create(), 40, config, probes_per_generation=4)
-    assert len(examples) > 20 and len(probes) == 3 * 11 * 4  # the first generation's parents have not run
-    assert bool((examples.edits.active.sum(-1) >= 1).all()) and examples.features.abs().sum() > 0
-    children = decode_batch(apply_edits(examples.parents[None], Edits(*(getattr(examples.edits, n)[None]
-                                                                         for n in EDIT_FIELDS)))[0])
-    parents = decode_batch(examples.parents)
-    for row in range(len(examples)):
-        task, _ = pairs[int(examples.groups[row])]
-        reward = lambda code: reference.score_program(code, task.cases, task.base, task.max_steps).reward  # noqa: E731
-        assert reward(children[row]) > reward(parents[row]), row
+    probes = search_probes(pairs, 12, 0, Evaluator.create(), 40)
+    assert len(probes) == 3 * 11 * 16  # the first generation's parents have not run
     for row, code in enumerate(decode_batch(probes.parents)):
         task, _ = pairs[int(probes.groups[row])]
-        result = reference.score_program(code, task.cases, task.base, task.max_steps)
+        result = reference.score_program(code, task.cases, task.base, task.max_steps, task.dialect)
         assert abs(result.reward - float(probes.rewards[row])) < 1e-5 and probes.rewards[row] <= probes.island_best[row]
-    again, _ = search_experience(pairs, 12, 0, Evaluator.create(), 40, config, probes_per_generation=0)
-    assert torch.equal(again.parents, examples.parents)  # a function of its arguments
-    with pytest.raises(ValueError, match="policy_fraction=0"):
-        search_experience(pairs, 1, 0, Evaluator.create(), 40, dataclasses.replace(config, policy_fraction=0.25))
+    assert torch.equal(search_probes(pairs, 12, 0, Evaluator.create(), 40).parents, probes.parents)
 
 
 def test_the_probe_rates_count_the_variants_that_beat_their_island_best_and_those_that_never_halt():
-    """Probes whose island best is the parent's own reward: the edits known to beat them score 1, edits that
-    change nothing score 0, and half of each makes one half. The step-limit rate of variants that change nothing
+    """Probes whose island best is the parent's own reward: the edits known to beat them (repairs: the child solves
+    its task) score 1, edits that change nothing score 0, and half of each makes one half. The step-limit rate of variants that change nothing
     is the share of parents that never halt by the reference interpreter (a loop that never ends is added)."""
     pairs = generated.pairs("train", 0, 2)
-    config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, elitist=False, policy_fraction=0.0,
-                       policy="scratch")
     evaluator = Evaluator.create()
-    examples, _ = search_experience(pairs, 10, 1, evaluator, 40, config, probes_per_generation=0)
+    examples = repair_set(pairs, 8, 40, 3, torch.Generator().manual_seed(1), evaluator)  # their edits solve
     rewards = torch.cat([evaluate(evaluator, examples.parents[examples.groups == g], task, 40)[0]
                          for g, (task, _) in enumerate(pairs)])
     order = torch.cat([(examples.groups == g).nonzero()[:, 0] for g in range(len(pairs))])

@@ -1,4 +1,4 @@
-"""The program prior (``agents.program_prior``): its probabilities are the counts it was fitted on, its samples are
+"""The program prior (``agents.search.prior``): its probabilities are the counts it was fitted on, its samples are
 balanced programs of the right lengths drawn member by member, ``fresh='prior'`` (the default) starts the agent's
 searches from them, and prior files are untrusted data that ``synthenv fit-prior`` writes."""
 
@@ -11,8 +11,8 @@ import torch
 
 from synthenv import reference
 from synthenv.agents import PPOConfig
-from synthenv.agents.island_agent import IslandAgent
-from synthenv.agents.program_prior import END, START, PriorPrograms, ProgramPrior, generated_prior, load_prior, \
+from synthenv.agents.search.agent import IslandAgent
+from synthenv.agents.search.prior import END, START, PriorPrograms, ProgramPrior, generated_prior, load_prior, \
     save_prior
 from synthenv.checkpoint import CheckpointError, save_checkpoint
 from synthenv.cli import main

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from synthenv.agents.priority_queue import EMPTY, ProgramQueue
+from synthenv.agents.search.queue import EMPTY, ProgramQueue
 
 CPU = torch.device("cpu")
 

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from synthenv.agents import PRESETS, GAConfig, MutationConfig, PPOConfig, RandomConfig, TrainConfig, Trainer
-from synthenv.agents.policies import PolicyConfig
+from synthenv.agents.pqt.policies import PolicyConfig
 
 FIXTURE = Path(__file__).parent / "fixtures" / "agent_programs.json"
 STEPS = 60

@@ -20,7 +20,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
 
-from synthenv.agents.sb3 import SB3VecEnv
+from synthenv.env.sb3 import SB3VecEnv
 from synthenv.language import OPEN, Status, text_to_tokens
 from synthenv.tasks import Task
 

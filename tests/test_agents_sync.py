@@ -15,8 +15,9 @@ import dataclasses
 import pytest
 
 from synthenv import agents, engines
-from synthenv.agents import editor, rows
-from synthenv.agents.trainer import TrainConfig, Trainer
+from synthenv.agents.policy import editor
+from synthenv.agents.search import rows
+from synthenv.agents.run.trainer import TrainConfig, Trainer
 from synthenv.compilers.traditional import TraditionalCompiler
 from synthenv.env import SynthVecEnv
 from synthenv.pipeline import Evaluator

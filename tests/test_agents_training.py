@@ -13,7 +13,7 @@ from synthenv import agents, tasks
 from synthenv.checkpoint import CheckpointError
 from synthenv.language import canonical_programs
 from synthenv.agents import GAConfig, MutationConfig, PPOConfig, RandomConfig, TrainConfig, Trainer
-from synthenv.agents.island_agent import HANDOVER_CHECK_EVERY
+from synthenv.agents.search.agent import HANDOVER_CHECK_EVERY
 from synthenv.tasks import Task
 
 # "." prints the zero cell: one token in eight solves it, so a batch of 64 always does

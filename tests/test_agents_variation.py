@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from synthenv.agents.common import generator_states, load_generator_states
-from synthenv.agents.editor import EditorConfig, EditPolicy, _inverse_cdf, edit_entropy, edit_log_probs
-from synthenv.agents.priority_queue import EMPTY, ProgramQueue
-from synthenv.agents.rows import canonical, first_occurrences, program_lengths, row_hashes, top_unique
-from synthenv.agents.variation import (DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, insert_pieces, random_edits,
-                                      random_programs, splice)
+from synthenv.agents.search.members import generator_states, load_generator_states
+from synthenv.agents.policy.editor import EditorConfig, EditPolicy, _inverse_cdf, edit_entropy, edit_log_probs
+from synthenv.agents.search.queue import EMPTY, ProgramQueue
+from synthenv.agents.search.rows import canonical, first_occurrences, program_lengths, row_hashes, top_unique
+from synthenv.agents.search.variation import (DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, insert_pieces, random_edits, random_programs, splice)
 from synthenv.language import decode_batch, encode_batch
 
 CPU = torch.device("cpu")
@@ -219,7 +218,7 @@ def test_the_edit_policy_reads_short_programs_the_same_in_the_trimmed_width(monk
     """On the CPU the policy skips the padding after the longest program; every edit position's
     logits, the count logits and the log-probabilities of edits (with their gradients) equal
     those of the full-width pass that a GPU runs."""
-    from synthenv.agents import editor
+    from synthenv.agents.policy import editor
 
     gens = _generators(2, 5)
     policy = EditPolicy(EditorConfig(), 2, num_features=9, generators=gens, device=CPU)
@@ -274,10 +273,10 @@ def test_the_edit_policy_scores_random_edits_finitely():
 
 @pytest.mark.parametrize("members, temperature, variants", [(None, 1.0, 4), ((2, 0), 0.5, 2), (None, 2.0, 1)])
 def test_the_c_edit_sampler_draws_the_edits_of_the_torch_one(members, temperature, variants):
-    """agents/editor.c (the CPU path of ``EditPolicy.sample``) draws, from the same uniform numbers, the edits
+    """agents/policy/editor.c (the CPU path of ``EditPolicy.sample``) draws, from the same uniform numbers, the edits
     the torch pass (what a GPU runs) draws, with their log-probabilities up to float rounding: on empty, full,
     deeply nested and random programs, for some of the members, at any temperature."""
-    from synthenv.agents import editor
+    from synthenv.agents.policy import editor
 
     if not editor.LIBRARY.is_available():
         pytest.skip(f"no C compiler here: {editor.LIBRARY.unavailable_reason()}")
@@ -302,7 +301,7 @@ def test_the_c_edit_sampler_draws_the_edits_of_the_torch_one(members, temperatur
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_c_operators_equal_the_torch_ones(seed):
-    """agents/variation.c (CPU fast path) and the torch passes (what a GPU runs) agree element for element."""
+    """agents/search/variation.c (CPU fast path) and the torch passes (what a GPU runs) agree element for element."""
     from synthenv import native_build
 
     if not native_build.is_available():

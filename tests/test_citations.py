@@ -45,7 +45,7 @@ def test_nothing_cites_a_document_outside_the_repository():
 
 def test_the_check_sees_the_tree_and_would_catch_a_citation(tmp_path):
     files = {p.relative_to(ROOT).as_posix() for p in tree()}
-    assert {"synthenv/reference.py", "synthenv/scoring.c", "compilers/traditional.py", "agents/island_agent.py",
+    assert {"synthenv/reference.py", "synthenv/scoring.c", "compilers/traditional.py", "agents/search/agent.py",
             "tasks/pqt.py", "synthenv/env/vector.py", "README.md", "docs/semantics.md",
             "tests/test_citations.py"} <= files
     assert not any(f.startswith(".venv/") for f in files)

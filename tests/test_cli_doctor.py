@@ -31,7 +31,7 @@ def test_doctor_reports_the_machine_and_exactness(tmp_path, capsys):
     assert {"neural:native", "hybrid:native"} & set(pipelines) or {"neural:torch", "hybrid:torch"} <= set(pipelines)
     native = data["machine"]["native"]  # one library per module that owns C code, each verified where it loads
     assert set(native["libraries"]) >= {"synthenv.engines.native", "synthenv.compilers.traditional", "synthenv.scoring",
-                                        "synthenv.naive", "synthenv.agents.rows", "synthenv.agents.feedback"}
+                                        "synthenv.naive", "synthenv.agents.search.rows", "synthenv.agents.run.feedback"}
     loaded = [entry for entry in native["libraries"].values() if entry["available"]]
     assert all(native_build.verify(Path(entry["path"])) for entry in loaded)
     assert f"{len(loaded)} of {len(native['libraries'])} load from {native['cache_dir']}" in out

@@ -19,7 +19,7 @@ import torch
 
 from synthenv import distributed
 from synthenv.agents import PPOConfig, TrainConfig, Trainer
-from synthenv.agents.policy_file import load_policy
+from synthenv.agents.policy.files import load_policy
 from synthenv.cli import main
 from synthenv.distributed import Team
 
@@ -139,7 +139,7 @@ def test_policy_out_over_two_ranks_saves_the_seed_fine_tuned_most_once(tmp_path)
     done = run_worker(tmp_path, """
         import warnings
         from synthenv.agents import PPOConfig, TrainConfig
-        from synthenv.agents.trainer import train
+        from synthenv.agents.run.trainer import train
         config = PPOConfig(batch_size=256, islands=4, island_size=8, queue_size=16, update_every=2,
                            fresh="uniform", idiom_fraction=0.0, library="none")
         with warnings.catch_warnings(record=True) as caught:

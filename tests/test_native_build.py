@@ -52,7 +52,7 @@ def test_includes_are_inlined_with_line_markers(tmp_path):
 
 OWNERS = {"synthenv.engines.native": ("engines/native.c",), "synthenv.compilers.traditional": ("traditional.c",),
           "synthenv.scoring": ("scoring.c",), "synthenv.naive": ("naive.c",),
-          "synthenv.agents.rows": ("variation.c",), "synthenv.agents.feedback": ("feedback.c",)}
+          "synthenv.agents.search.rows": ("variation.c",), "synthenv.agents.run.feedback": ("feedback.c",)}
 """Every module that owns C code, and the sources of the library it declares."""
 
 
@@ -77,7 +77,7 @@ def test_each_library_exports_its_own_symbols_only():
     was imported before)."""
     scoring = native_build.get("synthenv.scoring").load()
     assert hasattr(scoring, "synthenv_score") and not hasattr(scoring, "synthenv_apply_edits")
-    variation = native_build.get("synthenv.agents.rows")
+    variation = native_build.get("synthenv.agents.search.rows")
     assert hasattr(variation.load(), "synthenv_apply_edits") and not hasattr(variation.load(), "synthenv_score")
     with pytest.raises(ValueError, match=r"does not declare 'synthenv_score'.*synthenv_apply_edits"):
         variation.bind("synthenv_score", [])
@@ -287,7 +287,7 @@ def test_a_truncated_library_in_the_real_cache_costs_a_rebuild_not_a_crash(tmp_p
     assert done.stdout.split("\n")[:2] == ["[True, False]"] * 2
     used = ("synthenv.compilers.traditional", "synthenv.engines.native", "synthenv.scoring")
     assert all(native_build.verify(paths[name]) for name in used)  # rebuilt at first use
-    assert not native_build.verify(paths["synthenv.agents.feedback"])  # not used: not loaded, not rebuilt yet
+    assert not native_build.verify(paths["synthenv.agents.run.feedback"])  # not used: not loaded, not rebuilt yet
 
 
 def test_a_compiler_that_writes_nothing_caches_nothing(tmp_path, cache, monkeypatch):

@@ -12,7 +12,7 @@ import pytest
 
 from synthenv import agents
 from synthenv.agents import RunResult
-from synthenv.agents.specs import parse_algo
+from synthenv.agents.registry import parse_algo
 from synthenv.cli import main
 from synthenv.cli.table import TableCommand
 from synthenv.errors import UserError

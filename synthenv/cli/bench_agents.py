@@ -40,8 +40,8 @@ class BenchAgentsCommand:
     """Write one JSON record per algorithm here (checked before anything runs)."""
 
     def run(self) -> int:
-        from synthenv.agents.specs import parse_algo
-        from synthenv.agents.throughput import measure
+        from synthenv.agents.registry import parse_algo
+        from synthenv.bench_agents import measure
         from synthenv.bench import hardware, hardware_caption
         from synthenv.checks import require_positive_int, require_writable
         from synthenv.tasks import from_spec

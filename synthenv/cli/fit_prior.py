@@ -1,7 +1,7 @@
 """``synthenv fit-prior``: fit the program prior that the default agent's fresh programs come from.
 
 The default agent draws the programs its searches start and restart from a Markov model of generated training
-tasks' solutions (``agents.program_prior``; ``synthenv train --fresh uniform``: uniform random commands instead).
+tasks' solutions (``agents.search.prior``; ``synthenv train --fresh uniform``: uniform random commands instead).
 The one shipped in the package is this command's output with its defaults (BENCHMARKS.md names it).
 """
 
@@ -12,7 +12,7 @@ from typing import Annotated
 
 import tyro
 
-from synthenv.agents.program_prior import PriorConfig, fit_prior
+from synthenv.agents.search.prior import PriorConfig, fit_prior
 from synthenv.checks import require_writable
 
 

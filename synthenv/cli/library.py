@@ -1,6 +1,6 @@
 """``synthenv library``: write a library of known programs, what the default agent's first generation runs.
 
-The default agent runs every program of its library before any fresh program (``agents.library``); the one shipped
+The default agent runs every program of its library before any fresh program (``agents.search.library``); the one shipped
 in the package is this command's output with its defaults (BENCHMARKS.md names it). With ``--from-runs DIR`` it adds
 the solutions that runs of the default agent found; ``synthenv train --library PATH`` starts from the result.
 """
@@ -12,7 +12,7 @@ from typing import Annotated
 
 import tyro
 
-from synthenv.agents.library import LibraryConfig, make_library
+from synthenv.agents.search.library import LibraryConfig, make_library
 from synthenv.checks import require_writable
 
 

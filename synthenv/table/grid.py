@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synthenv import agents, tasks
-from synthenv.agents.specs import parse_algo
+from synthenv.agents.registry import parse_algo
 from synthenv.checks import require_positive_int, require_seed, require_writable
 from synthenv.distributed import Team
 from synthenv.errors import UserError
