@@ -183,15 +183,6 @@ class HybridCompiler:
         """The neural IR and the model's consistency flags ``[N]`` (``NeuralCompiler.compile_checked``)."""
         return self.neural.compile_checked(tokens)
 
-    def evaluate(self, tokens: torch.Tensor, task, engine, num_outputs: int | None = None, early_abort: bool = True):
-        """Compile, run, score and audit ``tokens [N, L]`` with ``engine``: ``(Execution, Scores)``.
-
-        A shortcut for ``synthenv.pipeline.Evaluator(self, engine, early_abort)(tokens, task, num_outputs)``.
-        """
-        from synthenv.pipeline import Evaluator
-
-        return Evaluator(self, engine, early_abort)(tokens, task, num_outputs)
-
     @property
     def stats(self) -> AuditStats:
         """The audit's statistics (``HybridAudit.stats``)."""

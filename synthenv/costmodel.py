@@ -243,8 +243,3 @@ def format_model_table(records: Iterable, extra_sizes: Sequence[int] = ()) -> st
                 lines.append(f"{backend + ':' + engine:<26} {task:<10} {workload:<10} {size:>7} {'-':>12} "
                              f"{model.programs_per_s(size):12,.0f} {'-':>12}  (extrapolated)")
     return "\n".join(lines)
-
-
-def relative_error(predicted: float, measured: float) -> float:
-    """``|predicted - measured| / measured``."""
-    return math.fabs(predicted - measured) / measured

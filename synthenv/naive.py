@@ -15,7 +15,7 @@ import torch
 
 from synthenv import native_build
 from synthenv.execution import Execution
-from synthenv.tasks import Task
+from synthenv.tasks.task import Task
 
 LIBRARY = native_build.register(__name__, ["naive.c"], beside=__file__, exports=("synthenv_naive",))
 """The naive interpreter (``naive.c``)."""

@@ -17,23 +17,12 @@ before it::
     score = LIBRARY.bind("synthenv_score", [ctypes.c_void_p, ...], None)  # built and loaded at first use
     if LIBRARY.is_available(): ...                                         # else the torch code
 
-A library is compiled at first use with the system C compiler (``$CC``, else ``cc``, ``gcc``
-or ``clang``), cached on disk and loaded with ctypes. A cached build is trusted only after
-checks, so a damaged cache costs a rebuild, never a crash (SIGBUS/SIGSEGV) or wrong advice:
-
-- The cache directory (``$SYNTHENV_CACHE_DIR``, else ``$XDG_CACHE_HOME/synthenv`` or
-  ``~/.cache/synthenv``) is created with mode 0700; a world-writable one is refused, an
-  unusable one (a file, ``/proc/x``) is a clear ``NativeCacheError``.
-- A build is compiled to a temporary file, checked (a library that loads, in a child process,
-  and exports every expected symbol; an executable that is non-empty and executable), then renamed into
-  place atomically, with a record beside it (``<name>.json``: size, SHA-256, compiler, flags,
-  source hash, and the CPU it was built on).
-- Before loading, the file must match its record (size and SHA-256) and the record must name this
-  machine's CPU; otherwise it is rebuilt.
-- The CPU (``cpu_identity``: its model and feature flags) is part of the cache key: ``-march=native``
-  code uses every instruction the building CPU has, so a cache shared between machines (a home
-  directory on a cluster) must never hand a build from a newer CPU to an older one, which would die
-  with SIGILL at the first instruction it lacks.
+A library is compiled at first use with the system C compiler (``$CC``, which may carry options of its
+own, else ``cc``, ``gcc`` or ``clang``), cached on disk and loaded with ctypes. A build is compiled to a
+temporary file, checked (a library that loads, in a child process, and exports every expected symbol; an
+executable that is non-empty and executable), then stored in the cache (``synthenv.native_cache``: which
+builds are trusted, and how one is stored); a damaged or foreign cache entry costs a rebuild, never a crash
+(SIGBUS/SIGSEGV) or wrong advice. The CPU is part of the cache key (``native_cache.cpu_identity``).
 
 Includes: ``#include "x.h"`` is resolved by ``expand_source`` against the including file's
 folder and ``INCLUDE_DIRS`` and inlined (with ``#line`` markers, so compiler messages name the
@@ -46,12 +35,10 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import json
 import os
-import platform
 import re
+import shlex
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -60,6 +47,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from synthenv import native_cache
+from synthenv.native_cache import NativeBuildError, NativeCacheError
 from synthenv.registry import UnknownNameError, unknown_name_message
 
 PACKAGE = Path(__file__).resolve().parent
@@ -68,18 +57,7 @@ INCLUDE_DIRS = (PACKAGE, PACKAGE / "engines")
 """Where ``#include "x.h"`` is looked up after the including file's own folder."""
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11")
 """Flags of the shared libraries (``-march=native``: the CPU is part of the cache key, see ``cpu_identity``)."""
-CPUINFO = Path("/proc/cpuinfo")
-"""Where Linux describes the CPU (``cpu_identity``)."""
 INSTALL_HINT = "install a C compiler with OpenMP (e.g. `apt-get install gcc`) or point $CC at one"
-CACHE_HINT = "point $SYNTHENV_CACHE_DIR at a directory of your own (e.g. export SYNTHENV_CACHE_DIR=~/.cache/synthenv)"
-
-
-class NativeBuildError(RuntimeError):
-    """The C sources could not be compiled or loaded."""
-
-
-class NativeCacheError(NativeBuildError):
-    """The build cache directory cannot be used safely (the message names it and the fix)."""
 
 
 # ---- sources -----------------------------------------------------------------------------------
@@ -118,135 +96,58 @@ def expand_source(path: Path, include_dirs: Sequence[Path] = INCLUDE_DIRS) -> st
     return "\n".join(expand(Path(path))) + "\n"
 
 
-# ---- the cache directory -----------------------------------------------------------------------
-
-
-def cache_dir() -> Path:
-    """Where builds live: ``$SYNTHENV_CACHE_DIR``, else ``$XDG_CACHE_HOME/synthenv`` or ``~/.cache/synthenv``."""
-    if os.environ.get("SYNTHENV_CACHE_DIR"):
-        return Path(os.environ["SYNTHENV_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "synthenv"
-
-
-def ensure_cache_dir() -> Path:
-    """The cache directory, created with mode 0700 if missing, checked safe to build in.
-
-    Raises:
-        NativeCacheError: it cannot be created or written, is not a directory, or is writable
-            by other users (anyone could then plant a library that synthenv loads).
-    """
-    path = cache_dir()
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = path.stat()
-    except OSError as error:
-        raise NativeCacheError(f"synthenv's build cache {str(path)!r} cannot be used ({error.strerror or error}); "
-                               f"{CACHE_HINT}") from None
-    if not stat.S_ISDIR(info.st_mode):
-        raise NativeCacheError(f"synthenv's build cache {str(path)!r} is not a directory; {CACHE_HINT}")
-    if info.st_mode & stat.S_IWOTH:
-        raise NativeCacheError(f"synthenv's build cache {str(path)!r} is writable by every user (mode "
-                               f"{stat.S_IMODE(info.st_mode):o}), so anyone could replace the library synthenv "
-                               f"loads; chmod 700 {path}, or {CACHE_HINT}")
-    if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        raise NativeCacheError(f"synthenv's build cache {str(path)!r} belongs to another user (uid {info.st_uid}); "
-                               f"{CACHE_HINT}")
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise NativeCacheError(f"synthenv's build cache {str(path)!r} is not writable; {CACHE_HINT}")
-    return path
-
-
 # ---- building ----------------------------------------------------------------------------------
 
 
-def find_compiler() -> str | None:
-    """The C compiler to use: ``$CC`` if set, else the first of ``cc``, ``gcc``, ``clang`` on PATH."""
+def compiler_command() -> list[str] | None:
+    """The C compiler to run, as a command: ``$CC`` if set (split like a shell word list, so ``CC="gcc -O2"``
+    is gcc with -O2), else the first of ``cc``, ``gcc``, ``clang`` on PATH; None if there is none.
+
+    Raises:
+        NativeBuildError: ``$CC`` is set but names no program on PATH (the message quotes it).
+    """
     if os.environ.get("CC"):
-        return shutil.which(os.environ["CC"])
+        words = shlex.split(os.environ["CC"])
+        found = shutil.which(words[0]) if words else None
+        if found is None:
+            raise NativeBuildError(f"$CC={os.environ['CC']!r} names no program on PATH; set CC to a C compiler "
+                                   "(e.g. CC=gcc) or unset it to use cc, gcc or clang")
+        return [found, *words[1:]]
     for name in ("cc", "gcc", "clang"):
         found = shutil.which(name)
         if found:
-            return found
+            return [found]
     return None
+
+
+def find_compiler() -> str | None:
+    """The C compiler as one string (``compiler_command`` joined; None if there is none or ``$CC`` is wrong)."""
+    try:
+        command = compiler_command()
+    except NativeBuildError:
+        return None
+    return shlex.join(command) if command else None
 
 
 @functools.lru_cache(maxsize=8)
 def compiler_version(compiler: str) -> str:
-    """What ``compiler --version`` prints (part of the cache key)."""
+    """What ``compiler --version`` prints (part of the cache key); ``compiler`` as ``find_compiler`` gives it."""
     try:
-        done = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([*shlex.split(compiler), "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as error:
         raise NativeBuildError(f"C compiler {compiler!r} does not run ({error}); {INSTALL_HINT}") from error
     return done.stdout
 
 
-def cpu_identity(cpuinfo: Path = CPUINFO) -> dict[str, str]:
-    """The CPU builds run on: ``{"model": ..., "flags": ...}`` (part of the cache key and the record).
-
-    On Linux, the first processor's ``model name`` and ``flags`` lines of ``/proc/cpuinfo``
-    (``Features`` on ARM, which has no ``flags``); where there is no such file, or no model line,
-    ``platform.processor()`` (else ``platform.machine()``) is the model.
-
-    >>> sorted(cpu_identity())
-    ['flags', 'model']
-    """
-    model, flags = _read_cpu(cpuinfo)
-    return {"model": model, "flags": flags}
-
-
-@functools.lru_cache(maxsize=4)
-def _read_cpu(cpuinfo: Path) -> tuple[str, str]:
-    fields: dict[str, str] = {}
-    try:
-        text = cpuinfo.read_text(errors="replace")
-    except OSError:
-        text = ""
-    for line in text.splitlines():
-        if not line.strip():
-            if fields:
-                break  # the first processor's block is enough
-            continue
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    model = fields.get("model name") or platform.processor() or platform.machine()
-    flags = fields.get("flags") or fields.get("Features") or ""
-    return model, " ".join(flags.split())
-
-
 def build_key(texts: Sequence[str | bytes], compiler: str, flags: Sequence[str]) -> str:
     """Cache key of a build: a hash of the (expanded) sources, the compiler (path and version), the flags and
     the CPU (``cpu_identity``)."""
-    cpu = cpu_identity()
+    cpu = native_cache.cpu_identity()
     digest = hashlib.sha256()
-    for part in (*texts, os.path.realpath(compiler), compiler_version(compiler), "\0".join(flags), cpu["model"],
-                 cpu["flags"]):
+    for part in (*texts, compiler, compiler_version(compiler), "\0".join(flags), cpu["model"], cpu["flags"]):
         digest.update(part if isinstance(part, bytes) else part.encode())
         digest.update(b"\0\0")
     return digest.hexdigest()[:20]
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _record_path(target: Path) -> Path:
-    return target.with_name(target.name + ".json")
-
-
-def verify(target: Path) -> bool:
-    """Whether ``target`` exists, matches the record written when it was built (size, SHA-256), and was built
-    on this machine's CPU (the record's ``cpu`` is ``cpu_identity()``)."""
-    try:
-        record = json.loads(_record_path(target).read_text())
-        info = target.stat()
-        return (isinstance(record, dict) and stat.S_ISREG(info.st_mode) and record.get("size") == info.st_size
-                and record.get("cpu") == cpu_identity() and record.get("sha256") == _sha256(target))
-    except (OSError, ValueError):
-        return False
 
 
 def load_library(path: Path, exports: Sequence[str]) -> ctypes.CDLL:
@@ -306,39 +207,50 @@ def build(sources: Sequence[Path], flags: Sequence[str] = FLAGS, suffix: str = "
     sources = tuple(Path(s) for s in sources)
     compiler = compiler or find_compiler()
     if compiler is None:
+        if os.environ.get("CC"):
+            compiler_command()  # raises the error that names $CC
         raise NativeBuildError(f"synthenv's native code needs a C compiler and found none; {INSTALL_HINT}")
     texts = [expand_source(s) for s in sources]
     flags = tuple(flags)
-    directory = ensure_cache_dir()
+    directory = native_cache.ensure_cache_dir()
     target = directory / f"{name}-{build_key(texts, compiler, flags)}{suffix}"
-    if verify(target):
+    if native_cache.verify(target):
         return target
-    with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as scratch:
-        files = []
-        for source, text in zip(sources, texts):
-            files.append(Path(scratch) / source.name)
-            files[-1].write_text(text)
-        partial = Path(scratch) / f"out{suffix}"
-        command = [compiler, *flags, *map(str, files), "-o", str(partial)]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=scratch)
-        if done.returncode != 0:
-            raise NativeBuildError(f"compiling synthenv's native code failed: {' '.join(command)}\n"
-                                   f"{done.stderr.strip()}\n{INSTALL_HINT}")
-        if not partial.is_file():
-            raise NativeBuildError(f"the C compiler {compiler!r} reported success but wrote nothing; {INSTALL_HINT}")
-        try:
-            check_library(partial, exports) if suffix == ".so" else _check_executable(partial)
-        except NativeBuildError as error:
-            raise NativeBuildError(f"the C compiler {compiler!r} produced no working {suffix} ({error}); "
-                                   f"{INSTALL_HINT}") from None
-        record = {"size": partial.stat().st_size, "sha256": _sha256(partial), "compiler": os.path.realpath(compiler),
-                  "version": compiler_version(compiler).splitlines()[:1], "flags": list(flags), "cpu": cpu_identity(),
-                  "sources": {s.name: hashlib.sha256(t.encode()).hexdigest() for s, t in zip(sources, texts)}}
-        staged_record = Path(scratch) / "record.json"
-        staged_record.write_text(json.dumps(record, indent=1))
-        os.replace(partial, target)  # atomic: other processes see the old file or the new one, never a part
-        os.replace(staged_record, _record_path(target))
+    try:
+        with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as scratch:
+            _compile(sources, texts, compiler, flags, suffix, exports, Path(scratch), target)
+    except OSError as error:  # a full disk, a size limit: the cause, not a traceback
+        raise NativeBuildError(f"building synthenv's native code in {str(directory)!r} failed: "
+                               f"{error.strerror or error}; free space there, or point $SYNTHENV_CACHE_DIR elsewhere"
+                               ) from None
     return target
+
+
+def _compile(sources: Sequence[Path], texts: Sequence[str], compiler: str, flags: Sequence[str], suffix: str,
+             exports: Sequence[str], scratch: Path, target: Path) -> None:
+    """Compile ``texts`` in ``scratch``, check the result and store it as ``target`` (see ``build``)."""
+    files = []
+    for source, text in zip(sources, texts):
+        files.append(scratch / source.name)
+        files[-1].write_text(text)
+    partial = scratch / f"out{suffix}"
+    command = [*shlex.split(compiler), *flags, *map(str, files), "-o", str(partial)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=scratch)
+    if done.returncode != 0:
+        raise NativeBuildError(f"compiling synthenv's native code failed: {' '.join(command)}\n"
+                               f"{done.stderr.strip()}\n{INSTALL_HINT}")
+    if not partial.is_file():
+        raise NativeBuildError(f"the C compiler {compiler!r} reported success but wrote nothing; {INSTALL_HINT}")
+    try:
+        check_library(partial, exports) if suffix == ".so" else _check_executable(partial)
+    except NativeBuildError as error:
+        raise NativeBuildError(f"the C compiler {compiler!r} produced no working {suffix} ({error}); "
+                               f"{INSTALL_HINT}") from None
+    record = {"size": partial.stat().st_size, "sha256": native_cache.sha256(partial), "compiler": compiler,
+              "version": compiler_version(compiler).splitlines()[:1], "flags": list(flags),
+              "cpu": native_cache.cpu_identity(),
+              "sources": {s.name: hashlib.sha256(t.encode()).hexdigest() for s, t in zip(sources, texts)}}
+    native_cache.store(partial, record, target)
 
 
 # ---- libraries: each module that owns C code declares one ---------------------------------------
@@ -399,18 +311,19 @@ class Library:
     def is_available(self) -> bool:
         """Whether this library builds and loads here (asked once per process; ``reset`` forgets).
 
-        When the cache directory is the problem (a compiler is there, so "install one" would be
-        the wrong advice), warns once per process, in one line naming the fix; callers then use
-        the torch code.
+        When it does not although a C compiler is there (an unusable cache directory, a full disk, a failed
+        compile: "install one" would be the wrong advice), warns once per process, in one line naming the
+        cause; callers then use the torch code. Without a compiler the engines' ``auto`` choice says so.
         """
         if self.name not in _available:
             try:
                 self.load()
             except NativeBuildError as error:
                 _errors[self.name] = error
-                if isinstance(error, NativeCacheError) and not _state["warned"]:
+                if find_compiler() is not None and not _state["warned"]:
                     _state["warned"] = True
-                    warnings.warn(f"synthenv: native code unavailable, using the torch engine and scorer: {error}",
+                    first = str(error).splitlines()[0]
+                    warnings.warn(f"synthenv: native code unavailable, using the torch engine and scorer: {first}",
                                   RuntimeWarning, stacklevel=2)
             _available[self.name] = self.name not in _errors
         return _available[self.name]
@@ -505,6 +418,11 @@ def is_available() -> bool:
 def unavailable_reason() -> NativeBuildError | None:
     """Why a registered library is unavailable (the first, in registration order), or None."""
     return next((_errors[name] for name in _libraries if name in _errors), None)
+
+
+def warned() -> bool:
+    """Whether this process was warned that native code is unavailable although a compiler is there."""
+    return _state["warned"]
 
 
 def reset() -> None:

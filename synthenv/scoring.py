@@ -11,7 +11,7 @@ import torch
 from synthenv import native_build
 from synthenv.execution import Execution
 from synthenv.language import Status
-from synthenv.tasks import Task
+from synthenv.tasks.task import Task
 
 CORRECT_BONUS = 2.0
 LENGTH_BONUS = 1.0  # success-rate setting: always the full bonus

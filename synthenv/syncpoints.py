@@ -30,14 +30,14 @@ SYNC_POINTS: dict[str, str] = {
                     "recompiled by the traditional compiler) and the counts that feed the error bound",
     "neural_width": "the neural compiler's bracket width read on the host: always on the CPU (free there), on "
                     "CUDA only with sync_width=True",
-    "editor_width": "the default agent's edit policy reads its batch's longest program on the host to skip the "
+    "editor_width": "ppo's edit policy reads its batch's longest program on the host to skip the "
                     "padding: on the CPU only (free there); on CUDA it always runs the full width, no sync",
     "cpu_pipeline": "the cpu backend copies programs to the host and back by design (the baseline)",
     "elitist_handover": "the default agent, every 10 generations while a member is still in its elitist phase: "
                         "reads which members' elite has stalled, to hand them over to the islands",
     "logging": "statistics read for logs and display (EpisodeStatistics.stats, decode_batch, write_stats...)",
 }
-"""Name -> where and why. README ("No host sync on the step path") and DESIGN point here."""
+"""Name -> where and why. README ("Compilers and engines") points here."""
 
 _local = threading.local()
 

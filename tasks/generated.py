@@ -54,25 +54,21 @@ True
 from __future__ import annotations
 
 import difflib
-import functools
 import itertools
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-import numpy as np
-
-from synthenv import reference
 from synthenv.dialect import PQT
 from synthenv.errors import UserError
-from synthenv.language import COMMANDS, Status, encode_batch
-from synthenv.reference import match_brackets
+from synthenv.language import Status
 
 from . import grammar
+from .known import TINY_PROGRAMS, screen_programs, seen, solves_a_known_task
+from .minimize import minimize, simplify
 from .py2random import Py2Random
-from .solutions import KNOWN_SOLUTIONS
+from .runner import runner, solved
 from .task import Task
 
 SPLITS = ("train", "test")
@@ -87,8 +83,6 @@ MIN_LENGTH, MAX_LENGTH = 4, 30
 MIN_CASES, MAX_CASES = 10, 16
 MIN_DISTINCT_INPUTS = 8
 MAX_OUTPUT = 32
-TINY_LENGTH = 3
-"""Tasks that some program of at most this many commands solves are dropped."""
 MAX_ATTEMPTS = 5000
 REASONS = ("length", "inputs", "halts", "long_output", "empty", "constant", "identity", "degenerate", "tiny",
            "known_solution", "paper_task")
@@ -142,33 +136,6 @@ def pairs(split: str, start: int, count: int) -> list[tuple[Task, str]]:
     return [(g.task, g.program) for g in itertools.islice(stream(split, start), count)]
 
 
-SEEN_TASKS = 4000
-"""The training tasks whose solutions ``TRAIN_SOLUTIONS`` holds: 0 .. 3999, what the shipped edit policy was
-pretrained on."""
-TRAIN_SOLUTIONS = Path(__file__).resolve().parent / "train_solutions.txt"
-"""The unique solutions of training tasks 0 .. ``SEEN_TASKS`` - 1, one per line after ``#`` comment lines (written by
-``synthenv library``; the default agent's shipped library of known programs)."""
-
-
-@functools.cache
-def train_solutions() -> tuple[str, ...]:
-    """The programs of ``TRAIN_SOLUTIONS``, in order."""
-    lines = TRAIN_SOLUTIONS.read_text(encoding="utf-8").splitlines()
-    return tuple(line for line in lines if line and not line.startswith("#"))
-
-
-def seen(task: Task) -> bool:
-    """Whether a solution of training tasks 0 .. ``SEEN_TASKS`` - 1 solves ``task``: its test set cannot tell it
-    apart from a task an agent pretrained on those tasks has seen (the stream is not de-duplicated, and many short
-    programs recur).
-
-    >>> seen(generate("test", 0).task), seen(generate("test", 1).task)
-    (True, False)
-    """
-    runs = _runner().run(_seen_programs(), task, None, early_abort=True)
-    return bool(_solved(runs, task).any())
-
-
 def unseen(count: int, start: int = 0) -> list[int]:
     """The indices of the first ``count`` test tasks from ``start`` on that are not ``seen``: held-out tasks whose
     behaviour no training solution has.
@@ -186,11 +153,6 @@ def unseen(count: int, start: int = 0) -> list[int]:
         if not seen(generate("test", index).task):
             found.append(index)
     raise AssertionError("unreachable")
-
-
-@functools.cache
-def _seen_programs():
-    return _runner().compile(list(train_solutions()))
 
 
 def filter_counts(split: str, count: int, start: int = 0) -> Counter:
@@ -247,48 +209,6 @@ def check_index(index: object, split: str) -> None:
         raise UserError(f"a generated task index must be an int in [0, 2**40), got {index!r}")
 
 
-def simplify(code: str) -> str:
-    """``code`` without what cannot change its output: ``+-``, ``-+``, ``><``, ``<`` at the start (``<``
-    clamps at cell 0), adds just before ``[-]``, loops that start where the cell is 0 (at the start, or
-    right after a loop), and trailing code that prints nothing. It prints what ``code`` prints, in fewer
-    steps; only a trailing loop that never ends is lost (the generator checks the simplified program).
-
-    >>> simplify("<[.]+-,>.<[-][>]+")
-    ',>.'
-    """
-    previous = None
-    while code != previous:
-        previous = code
-        code = re.sub(r"\+-|-\+|><", "", code).lstrip("<")
-        code = re.sub(r"[+-]+(?=\[[-+]\])", "", code)
-        code = _drop_dead_loops(code)
-        code = _drop_silent_tail(code)
-    return code
-
-
-def _drop_dead_loops(code: str) -> str:
-    partner = _partners(code)
-    for i, c in enumerate(code):
-        if c == "[" and i in partner and (i == 0 or (code[i - 1] == "]" and i - 1 in partner)):
-            return code[:i] + code[partner[i] + 1:]
-    return code
-
-
-def _drop_silent_tail(code: str) -> str:
-    """Drop top-level commands and loops without a ``.`` from the end."""
-    partner = _partners(code)
-    while code:
-        start = partner.get(len(code) - 1, len(code) - 1) if code[-1] == "]" else len(code) - 1
-        if "." in code[start:] or code[-1] == "[":
-            return code
-        code = code[:start]
-    return code
-
-
-def _partners(code: str) -> dict[int, int]:
-    return match_brackets(code)[0]
-
-
 def _draw(split: str, index: int, tally: Counter | None) -> GeneratedTask:
     check_index(index, split)
     seed = SEED_OFFSETS[split] + index
@@ -336,8 +256,8 @@ def _screen(program: str, inputs: Sequence[tuple[int, ...]], base: int, name: st
         return None, "length"
     if len(inputs) < MIN_DISTINCT_INPUTS:
         return None, "inputs"
-    runner = _runner()
-    runs = runner.run(runner.compile([program]), Task(name, tuple((x, ()) for x in inputs), base, dialect=PQT),
+    run = runner()
+    runs = run.run(run.compile([program]), Task(name, tuple((x, ()) for x in inputs), base, dialect=PQT),
                       MAX_OUTPUT + 1, early_abort=True)
     if (runs.status != Status.OK).any():
         return None, "halts"
@@ -353,75 +273,15 @@ def _screen(program: str, inputs: Sequence[tuple[int, ...]], base: int, name: st
         return None, "length"
     if not family.keeps(shortest):
         return None, "degenerate"
-    solved = _solved(runner.run(_screen_programs(), task, None, early_abort=True), task)  # [N]
-    if solved[: len(_TINY)].any():
+    found = solved(run.run(screen_programs(), task, None, early_abort=True), task)  # [N]
+    if found[: len(TINY_PROGRAMS)].any():
         return None, "tiny"
-    if solved[len(_TINY):].any():
+    if found[len(TINY_PROGRAMS):].any():
         return None, "known_solution"
     if solves_a_known_task(program) or solves_a_known_task(shortest):
         return None, "paper_task"
     return Task(name, task.cases, base, dialect=PQT, solution=shortest,
                 description=f"generated: {family.name}/{shape}"), None
-
-
-def minimize(program: str, task: Task) -> str:
-    """``program`` with commands, loops and bracket pairs deleted while it still solves ``task``: each round
-    keeps the shortest variant that solves it (the first such of equal length), until none does.
-
-    >>> task = Task("t", (((1, 2), (3,)), ((4, 1), (5,))), dialect=PQT)
-    >>> minimize(",>,<>[<+>-]<.", task)
-    ',>,[<+>-]<.'
-    """
-    runner = _runner()
-    while True:
-        variants = _deletions(program)
-        if not variants:
-            return program
-        solved = _solved(runner.run(runner.compile(variants), task, None, early_abort=True), task)  # [N]
-        kept = [v for v, ok in zip(variants, solved) if ok]
-        if not kept:
-            return program
-        program = min(kept, key=len)
-
-
-def minimal_equivalent(program: str, task: Task) -> str:
-    """``minimize(program, task)`` without its unmatched brackets (no-ops that agents' programs are full of),
-    confirmed case by case by the reference interpreter (``synthenv.reference``): a shortest-by-deletion
-    program a person can read beside the one an agent wrote. ``program`` itself when it does not solve
-    ``task`` or the shorter one does not pass the reference check.
-
-    >>> task = Task("t", (((1, 2), (3,)), ((4, 1), (5,))), dialect=PQT)
-    >>> minimal_equivalent(",>,<>[<+>-]<.>[-]", task)
-    ',>,[<+>-]<.'
-    >>> minimal_equivalent("]],>,][<+>-]<.[", task)
-    ',>,[<+>-]<.'
-    """
-    def solves(code: str) -> bool:
-        return reference.solves(code, task)
-
-    if not solves(program):
-        return program
-    shorter = minimize(program, task)
-    matched = _partners(shorter)
-    bare = "".join(c for i, c in enumerate(shorter) if c not in "[]" or i in matched)
-    if bare != shorter and solves(bare):
-        shorter = minimize(bare, task)
-    return shorter if solves(shorter) else program
-
-
-def _deletions(code: str) -> list[str]:
-    """``code`` less one command, one loop, or one loop's brackets; each variant once, in position order."""
-    partner, variants = _partners(code), {}
-    for i, c in enumerate(code):
-        if c == "[" and i in partner:
-            j = partner[i]
-            variants[code[:i] + code[j + 1:]] = None
-            variants[code[:i] + code[i + 1: j] + code[j + 1:]] = None
-        elif c not in "[]":
-            variants[code[:i] + code[i + 1:]] = None
-            if code[i + 1: i + 2] not in ("", "[", "]"):  # two neighbours, e.g. `<>`
-                variants[code[:i] + code[i + 2:]] = None
-    return list(variants)
 
 
 def _trivial(inputs: Sequence[tuple[int, ...]], outputs: Sequence[tuple[int, ...]]) -> str | None:
@@ -435,124 +295,3 @@ def _trivial(inputs: Sequence[tuple[int, ...]], outputs: Sequence[tuple[int, ...
     return None
 
 
-def solves_a_known_task(program: str) -> list[str]:
-    """The paper and tuning tasks that ``program`` solves (their test sets cannot tell it apart).
-
-    >>> solves_a_known_task(",>,[<+>-]<.>.")
-    ['add']
-    """
-    return known_tasks_solved([program])[0]
-
-
-def known_tasks_solved(programs: Sequence[str]) -> list[list[str]]:
-    """For each of ``programs``, the paper and tuning tasks it solves (``solves_a_known_task``), in one batch.
-
-    >>> known_tasks_solved([",>,[<+>-]<.>.", ",."])
-    [['add'], []]
-    """
-    runner, compiled, found = _runner(), None, [set() for _ in programs]
-    for union in _union_tasks():
-        compiled = compiled if compiled is not None else runner.compile(list(programs))
-        correct = _case_correct(runner.run(compiled, union.task, None, early_abort=False), union.task)  # [N, K]
-        for name, (a, b) in union.slices.items():
-            for row in correct[:, a:b].all(1).nonzero()[0]:
-                found[row].add(name)
-    return [[name for name in KNOWN_SOLUTIONS if name in names] for names in found]
-
-
-_TINY = tuple("".join(p) for n in range(1, TINY_LENGTH + 1) for p in itertools.product(COMMANDS, repeat=n))
-
-
-@functools.cache
-def _screen_programs():
-    """Every program of at most ``TINY_LENGTH`` commands, then the known solutions, compiled once."""
-    return _runner().compile([*_TINY, *KNOWN_SOLUTIONS.values()])
-
-
-@dataclass(frozen=True)
-class _Union:
-    task: Task  # the cases of every paper and tuning task of one base, one after another
-    slices: dict[str, tuple[int, int]]  # task name -> its cases' range
-
-
-@functools.cache
-def _union_tasks() -> tuple[_Union, ...]:
-    from synthenv import tasks
-
-    known = [tasks.get(name) for name in KNOWN_SOLUTIONS]
-    unions = []
-    for base in sorted({t.base for t in known}):
-        cases, slices = [], {}
-        for t in known:
-            if t.base == base:
-                slices[t.name] = (len(cases), len(cases) + t.num_cases)
-                cases += t.cases
-        unions.append(_Union(Task(f"known-tasks-base-{base}", tuple(cases), base, dialect=PQT), slices))
-    return tuple(unions)
-
-
-@dataclass(frozen=True)
-class _Runs:
-    status: np.ndarray  # [N, K] int8 Status
-    lengths: np.ndarray  # [N, K] values printed (may exceed O)
-    outputs: np.ndarray  # [N, K, O] the first O values, zero-padded
-
-
-def _case_correct(runs: _Runs, task: Task) -> np.ndarray:
-    """``[N, K]`` bool: the case ended and printed exactly its expected output."""
-    cases = task.tensors("cpu")
-    expected, lengths = cases.expected.numpy(), cases.expected_lengths.numpy()  # [K, O'], [K]
-    width = min(expected.shape[1], runs.outputs.shape[2])
-    same = (runs.outputs[:, :, :width] == expected[None, :, :width]).all(2)  # [N, K]
-    return (runs.status == Status.OK) & (runs.lengths == lengths[None]) & same
-
-
-def _solved(runs: _Runs, task: Task) -> np.ndarray:
-    return _case_correct(runs, task).all(1)  # [N]
-
-
-class _Runner:
-    """Runs programs on every case of a task: the native engine on one thread (small batches: a team of
-    OpenMP threads costs more than it saves), else the reference interpreter, with the same results."""
-
-    def __init__(self) -> None:
-        from synthenv.engines import native
-
-        self.engine = native.NativeEngine(num_threads=1) if native.is_available() else None
-
-    def compile(self, programs: Sequence[str]):
-        if self.engine is None:
-            return list(programs)
-        from synthenv.compilers.traditional import compile_native
-
-        return compile_native(encode_batch(programs), num_threads=1)
-
-    def run(self, compiled, task: Task, num_outputs: int | None, early_abort: bool) -> _Runs:
-        num_outputs = num_outputs or max(1, task.max_output_length)
-        if self.engine is not None:
-            execution = self.engine.run(compiled, task, num_outputs, early_abort)
-            return _Runs(execution.status.numpy(), execution.output_lengths.numpy(), execution.outputs.numpy())
-        return _run_reference(compiled, task, num_outputs, early_abort)
-
-
-def _run_reference(programs: Sequence[str], task: Task, num_outputs: int, early_abort: bool) -> _Runs:
-    shape = (len(programs), task.num_cases)
-    status, lengths = np.zeros(shape, np.int8), np.zeros(shape, np.int32)
-    outputs = np.zeros((*shape, num_outputs), np.int32)
-    for i, code in enumerate(programs):
-        for k, (inputs, _) in enumerate(task.cases):
-            if early_abort and (status[i, :k] != Status.OK).any():
-                status[i, k] = Status.ABORTED
-                continue
-            run = reference.run(code, inputs, task.base, task.max_steps, task.dialect)
-            status[i, k] = run.status
-            if run.status == Status.OK:
-                output = task.dialect.judged(run.output)
-                lengths[i, k] = len(output)
-                outputs[i, k, : min(len(output), num_outputs)] = output[:num_outputs]
-    return _Runs(status, lengths, outputs)
-
-
-@functools.cache
-def _runner() -> _Runner:
-    return _Runner()

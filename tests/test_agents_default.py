@@ -12,12 +12,14 @@ import pytest
 import torch
 
 from states import assert_same
+from native import require_native
 from synthenv import reference, tasks
 from synthenv.agents import IslandAgent, IslandsConfig, MutationConfig, PPOConfig, TrainConfig, Trainer, train
 from synthenv.agents.search.agent import HANDOVER_CHECK_EVERY
 from synthenv.agents.search.islands import Islands
 from synthenv.agents.search.queue import EMPTY, ProgramQueue
 from synthenv.agents.search.prior import prior_programs
+from synthenv.agents.search.variation import Edits, apply_edits
 from synthenv.language import Status, decode_batch
 
 SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_every=1, update_batch=16,
@@ -249,26 +251,43 @@ def test_without_the_policy_nothing_is_learned():
     assert not any(key.startswith("losses/") for stats in trainer.stats for key in stats)
 
 
-def test_islands_is_ppo_without_the_edit_policy_program_for_program():
-    """The default agent writes exactly the programs of ``ppo:policy_fraction=0`` (so a table column of either name
-    measures it), through the library, the elitist phase, the hand-over and the islands, and has none of the
-    policy's settings."""
+def test_islands_builds_no_edit_policy_and_its_random_children_are_edits_of_their_parents():
+    """The default agent has none of the policy's settings and builds no policy or learner; through the library,
+    the elitist phase, the hand-over and the islands no child of its is a policy child: each island's children are
+    crossovers, idioms and, in the rest of its slots, its parent with 1 to max_edits random point edits."""
     search = dict(batch_size=64, islands=4, island_size=4, queue_size=8, patience=3, elitist_patience=2)
-    islands = _trainer("islands", IslandsConfig(**search), seeds=(1, 2))
-    ppo = _trainer("ppo", PPOConfig(**search, policy_fraction=0.0), seeds=(1, 2))
-    assert islands.algorithm.library_slots == 64  # the shipped library fills the first generation
+    trainer = _trainer("islands", IslandsConfig(**search), seeds=(1, 2))
+    agent = trainer.algorithm
+    assert agent.learner is None and agent.library_slots == 64  # the shipped library fills the first generation
+    assert agent.config.child_slots["policy"] == slice(0, 0)
     for _ in range(40):
-        assert torch.equal(islands.algorithm.propose(), ppo.algorithm.propose())
-        islands_stats, _ = islands.step()
-        ppo.step()
-        assert not [key for key in islands_stats if key.startswith("losses/") or key.endswith("_policy")]
-    assert islands.algorithm.elitist == ppo.algorithm.elitist == [False, False]  # both handed over
-    assert_same(islands.algorithm.state_dict(), ppo.algorithm.state_dict())
+        stats, _ = trainer.step()
+        assert not [key for key in stats if key.startswith("losses/") or key.endswith("_policy")]
+    assert agent.elitist == [False, False]  # both handed over
+    agent.propose()
+    proposal, config = agent._proposal, agent.config
+    c, part = config.children_per_island, config.child_slots["random"]
+    rows = lambda x: x.view(2, config.islands, c, *x.shape[2:])[:, :, part].reshape(2, -1, *x.shape[2:])  # noqa: E731
+    edits = Edits(*(rows(getattr(proposal.edits, name)) for name in ("positions", "kinds", "tokens", "active")))
+    children = proposal.children[:, :, part].reshape(2, -1, proposal.children.shape[-1])
+    assert children.shape[1] == config.islands * (part.stop - part.start) > 0
+    assert torch.equal(apply_edits(rows(proposal.parents.tokens), edits), children)
+    assert ((edits.count >= 1) & (edits.count <= config.max_edits)).all()
     policy_fields = {f.name for f in dataclasses.fields(PPOConfig)} - {f.name for f in dataclasses.fields(IslandsConfig)}
     assert {"policy_fraction", "policy", "learning_rate", "editor", "fine_tune"} <= policy_fields
     assert not any(hasattr(IslandsConfig(), name) for name in policy_fields)
     with pytest.raises(TypeError, match="islands' takes a IslandsConfig, got PPOConfig"):
         _trainer("islands", PPOConfig(**search))
+
+
+def test_ppo_writes_policy_children_in_its_policy_slots_and_islands_never_does():
+    """Each kind of child has its slots: ppo's first slots are its policy's variants (and it learns from them); the
+    same search without a policy keeps those slots for the other kinds."""
+    ppo = run_steps(SMALL, steps=3)
+    assert ppo.algorithm.learner is not None and SMALL.child_slots["policy"].stop == SMALL.policy_children > 0
+    assert "charts/new_best_rate_policy" in ppo.stats[-1]
+    without = run_steps(dataclasses.replace(SMALL, policy_fraction=0.0), steps=3)
+    assert without.algorithm.learner is None and "charts/new_best_rate_policy" not in without.stats[-1]
 
 
 def test_without_fine_tuning_the_policy_writes_its_share_as_it_started():
@@ -474,8 +493,7 @@ def test_the_c_fast_path_and_the_torch_path_run_the_same_search(monkeypatch):
     from synthenv.agents.run import feedback
     from synthenv.agents.search import rows
 
-    if not native_build.is_available():
-        pytest.skip(f"no C compiler here: {native_build.unavailable_reason()}")
+    require_native()
     monkeypatch.setattr(feedback, "_native", lambda *tensors: None)
     config = dataclasses.replace(SMALL, update_every=2)
 

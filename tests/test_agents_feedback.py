@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from native import require_native
 from synthenv import native_build, tasks
 from synthenv.agents.run.feedback import FEATURES, feedback_features
 from synthenv.env import SynthVecEnv
@@ -35,8 +36,7 @@ def test_features_of_known_programs():
 
 @pytest.mark.parametrize("task", ["reverse", "count-char", "bool-logic", "print-hello", "echo-half"])
 def test_the_c_features_equal_the_torch_ones(task):
-    if not native_build.is_available():
-        pytest.skip(f"no C compiler here: {native_build.unavailable_reason()}")
+    require_native()
     generator = torch.Generator().manual_seed(len(task))
     tokens = torch.randint(1, 9, (2000, 24), generator=generator)
     lengths = torch.randint(0, 25, (2000, 1), generator=generator)

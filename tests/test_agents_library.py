@@ -1,7 +1,7 @@
 """The library of known programs (``agents.search.library``): what the default agent's first generation runs before its
 fresh programs, the shipped one (the solutions of the training tasks the shipped policy saw, none of which solves a
 paper or tuning task), library files as user data, ``synthenv library``, and the held-out test tasks whose behaviour
-no training solution has (``generated.seen``, ``generated-unseen:<count>``)."""
+no training solution has (``tasks.known.seen``, ``generated-unseen:<count>``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from synthenv.agents import PPOConfig, TrainConfig, Trainer, train
 from synthenv.agents.search.agent import IslandAgent
 from synthenv.agents.search.library import SHIPPED, Library, LibraryConfig, build_library, read_library
-from synthenv.tasks import generated
+from synthenv.tasks import generated, known
 
 from synthenv import reference, tasks
 from synthenv.cli import main
@@ -53,7 +53,7 @@ def test_a_task_a_library_program_solves_is_solved_by_the_first_generation(tmp_p
     library the default agent solves it with its first generation's programs; with none, its first generation (prior
     samples) does not."""
     task = tasks.get("gen-train-5030")
-    assert generated.seen(task)
+    assert known.seen(task)
     batch = 4096  # the whole shipped library fits in one generation
     runs = {}
     for library in ("shipped", "none"):
@@ -96,12 +96,12 @@ def test_library_kept_is_how_many_of_the_best_known_programs_the_queue_is_offere
 
 def test_the_shipped_library_is_the_training_solutions_and_solves_no_paper_or_tuning_task():
     library = read_library(SHIPPED)
-    assert len(library) == len(generated.train_solutions()) == 2660
+    assert len(library) == len(known.train_solutions()) == 2660
     first = [generated.generate("train", i).program for i in range(150)]
     assert set(first) <= set(library.programs)
     assert library.programs[:len(set(first))] == list(dict.fromkeys(first))  # in task order, as built
-    assert all(len(found) == 0 for found in generated.known_tasks_solved(library.programs))
-    assert generated.known_tasks_solved([",>,[<+>-]<.>."]) == [["add"]]  # the check finds what a program solves
+    assert all(len(found) == 0 for found in known.known_tasks_solved(library.programs))
+    assert known.known_tasks_solved([",>,[<+>-]<.>."]) == [["add"]]  # the check finds what a program solves
 
 
 def test_seen_test_tasks_are_those_a_training_solution_solves():
@@ -110,7 +110,7 @@ def test_seen_test_tasks_are_those_a_training_solution_solves():
     assert generated.unseen(3) == [1, 3, 6] and tasks.expand("generated-unseen:3") == ["gen-test-1", "gen-test-3",
                                                                                         "gen-test-6"]
     seen, unseen = tasks.get("gen-test-0"), tasks.get("gen-test-1")
-    solutions = generated.train_solutions()
+    solutions = known.train_solutions()
     assert any(reference.score_program(p, seen.cases, seen.base).solved for p in solutions)
     assert not any(reference.score_program(p, unseen.cases, unseen.base).solved for p in solutions[:400])
     for spec in ("generated-unseen:0", "generated-unseen:x", "generated-unseen"):

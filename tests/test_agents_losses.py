@@ -13,7 +13,8 @@ from synthenv.agents.policy.optim import clip_grad_norm_per_member
 from synthenv.agents.search.members import masked_mean
 from synthenv.agents.pqt.pg import PRESETS, PolicyGradient
 from synthenv.agents.pqt.policies import PolicyConfig, make_policy
-from synthenv.agents.policy.losses import (clipped_policy_loss, clipped_value_loss, explained_variance, normalize_advantages, risk_seeking_advantages)
+from synthenv.agents.policy.losses import (clipped_policy_loss, explained_variance, normalize_advantages,
+                                           risk_seeking_advantages)
 
 
 def test_clipped_policy_loss_clips_only_in_the_favourable_direction():
@@ -24,19 +25,6 @@ def test_clipped_policy_loss_clips_only_in_the_favourable_direction():
     # A<0, r=1.5: min(-1.5, -1.2) -> -1.5 (unclipped); A<0, r=0.5: min(-0.5, -0.8) -> -0.8 (clipped)
     expected = -(2.4 + 1.0 - 1.5 - 0.8) / 4
     assert clipped_policy_loss(advantages, ratio, mask, 0.2).tolist() == pytest.approx([expected])
-
-
-def test_clipped_value_loss_takes_the_larger_error():
-    values = torch.tensor([[1.0, 0.0]])
-    old = torch.tensor([[0.0, 0.0]])
-    returns = torch.tensor([[0.0, 1.0]])
-    mask = torch.tensor([[True, True]])
-    # entry 0: unclipped (1-0)^2 = 1, clipped v = 0.2: 0.04 -> 1; entry 1: (0-1)^2 = 1 both ways
-    assert clipped_value_loss(values, old, returns, mask, 0.2).tolist() == pytest.approx([0.5 * (1 + 1) / 2])
-    values = torch.tensor([[0.5, 0.5]])
-    returns = torch.tensor([[1.0, 1.0]])
-    # unclipped (0.5-1)^2 = 0.25, clipped v = 0.2: 0.64 -> 0.64 (the clip is pessimistic)
-    assert clipped_value_loss(values, old, returns, mask, 0.2).tolist() == pytest.approx([0.5 * 0.64])
 
 
 def test_advantage_normalisation_ignores_masked_entries_and_members_apart():

@@ -11,7 +11,8 @@ import torch
 
 from synthenv import reference
 from synthenv.agents import PPOConfig, TrainConfig, Trainer, train
-from synthenv.agents.policy.editor import EditorConfig, EditPolicy, edit_log_probs
+from synthenv.agents.policy.editor import EditorConfig, EditPolicy
+from synthenv.agents.policy.distribution import edit_log_probs
 from synthenv.agents.pretraining.probes import Probes, probe_rates, search_probes
 from synthenv.agents.run.feedback import NUM_FEATURES
 from synthenv.agents.policy.learner import EditLearner

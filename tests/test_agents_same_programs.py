@@ -1,12 +1,14 @@
-"""Every algorithm writes, with the same seeds, the very programs it wrote before the agents were redesigned
-as parts (issue "The agents as parts").
+"""Every algorithm writes, with the same seeds, the very programs it was recorded writing: a change of an
+agent's behaviour shows here, and a refactoring that changes none leaves this test passing.
 
-``tests/fixtures/agent_programs.json`` was recorded by ``record`` below from the code before that redesign
-(``python tests/test_agents_same_programs.py tests/fixtures/agent_programs.json``): for each short fixed-seed
-run, a digest of the programs each step proposed, and each seed's result. The runs cover the default agent's
-elitist phase, hand-over (members at different generations), time sharing, islands, crossover, policy
-variants and updates, every ablation switch, sharing between members, finished members and budgets, and
-every baseline. One torch thread: the edit policy's floating point then adds in one order.
+``tests/fixtures/agent_programs.json`` holds, for each short fixed-seed run, a digest of the programs each step
+proposed and each seed's result. The runs cover every registered algorithm at its defaults (the default agent
+with its library, program prior and idioms), and small configurations of the search with its edit policy:
+the elitist phase, hand-over (members at different generations), time sharing, islands, crossover, policy
+variants and updates, every ablation switch, sharing between members, finished members and budgets. One torch
+thread: the edit policy's floating point then adds in one order. When a change of behaviour is meant,
+re-record it (``python tests/test_agents_same_programs.py tests/fixtures/agent_programs.json``) and say so in
+the commit.
 """
 
 from __future__ import annotations
@@ -20,17 +22,30 @@ from pathlib import Path
 import pytest
 import torch
 
-from synthenv.agents import PRESETS, GAConfig, MutationConfig, PPOConfig, RandomConfig, TrainConfig, Trainer
+from synthenv.agents import (PRESETS, GAConfig, IslandsConfig, MutationConfig, PPOConfig, RandomConfig, TrainConfig,
+                             Trainer)
 from synthenv.agents.pqt.policies import PolicyConfig
 
 FIXTURE = Path(__file__).parent / "fixtures" / "agent_programs.json"
 STEPS = 60
-# the fixture predates the prior, idioms and the library
+# small configurations of the search with its edit policy, without the prior, idioms and the library
 SMALL = PPOConfig(batch_size=64, islands=4, island_size=4, queue_size=8, update_every=2, update_batch=16,
                   policy_fraction=0.25, splice_fraction=0.25, patience=3, elitist_patience=2, islands_every=2,
                   policy="scratch", fresh="uniform", idiom_fraction=0.0, library="none")
 PG = dict(batch_size=16, policy=PolicyConfig(hidden=8, embedding=4, layers=1))
+DEFAULTS = {f"{algo}-defaults-{task}": (algo, config, task, {"max_len": 24})
+            for algo, config in (("islands", IslandsConfig()), ("ppo", PPOConfig()), ("mutation", MutationConfig()),
+                                 ("pqt", PRESETS["pqt"]), ("pg-pqt", PRESETS["pg-pqt"]),
+                                 ("reinforce", PRESETS["reinforce"]), ("ga", GAConfig()), ("random", RandomConfig()))
+            for task in ("remove-char-tune", "gen-test-1")}
+DEFAULTS.update({f"{algo}-defaults-early-handover": (algo, config, "gen-test-1", {"max_len": 24})
+                 for algo, config in (("islands", IslandsConfig(elitist_patience=2)),
+                                      ("ppo", PPOConfig(elitist_patience=2)))})
+"""Every registered algorithm at its defaults, on a tuning task and a held-out generated task; and the default
+agent, with and without its edit policy, at its defaults but for an early hand-over (its islands run within the
+recorded steps: the library, the prior, idioms, crossover and, for ppo, the pretrained policy's variants)."""
 RUNS = {
+    **DEFAULTS,
     "ppo": ("ppo", SMALL, "reverse-tune", {}),
     "ppo-seeded-elite-mates-off": ("ppo", dataclasses.replace(SMALL, seeded_islands=0.5, elite_mates=False),
                                    "remove-char-tune", {}),
@@ -56,8 +71,8 @@ RUNS = {
 def record(name: str) -> dict:
     """One run: a digest of each step's proposed programs ``[S, B, L]``, and each seed's result."""
     algo, config, task, extra = RUNS[name]
-    options = {"seeds": (0, 1), "npe": 10**9, **extra}
-    trainer = Trainer(TrainConfig(task=task, algo=algo, algo_config=config, max_len=12, log_dir=None,
+    options = {"seeds": (0, 1), "npe": 10**9, "max_len": 12, **extra}
+    trainer = Trainer(TrainConfig(task=task, algo=algo, algo_config=config, log_dir=None,
                                   progress=False, max_train_steps=STEPS, log_every=5, **options))
     digests, propose = [], trainer.algorithm.propose
 
@@ -78,7 +93,7 @@ def record(name: str) -> dict:
 
 
 @pytest.mark.parametrize("name", list(RUNS))
-def test_the_programs_are_those_written_before_the_redesign(name: str):
+def test_the_programs_are_those_recorded(name: str):
     expected = json.loads(FIXTURE.read_text())[name]
     got = record(name)
     assert got["results"] == expected["results"]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from native import require_native
 from synthenv.agents.search.members import generator_states, load_generator_states
-from synthenv.agents.policy.editor import EditorConfig, EditPolicy, _inverse_cdf, edit_entropy, edit_log_probs
+from synthenv.agents.policy.editor import EditorConfig, EditPolicy, _inverse_cdf
+from synthenv.agents.policy.distribution import edit_entropy, edit_log_probs
 from synthenv.agents.search.queue import EMPTY, ProgramQueue
 from synthenv.agents.search.rows import canonical, first_occurrences, program_lengths, row_hashes, top_unique
 from synthenv.agents.search.variation import (DELETE, INSERT, SUBSTITUTE, Edits, apply_edits, insert_pieces, random_edits, random_programs, splice)
@@ -278,8 +280,7 @@ def test_the_c_edit_sampler_draws_the_edits_of_the_torch_one(members, temperatur
     deeply nested and random programs, for some of the members, at any temperature."""
     from synthenv.agents.policy import editor
 
-    if not editor.LIBRARY.is_available():
-        pytest.skip(f"no C compiler here: {editor.LIBRARY.unavailable_reason()}")
+    require_native(editor.LIBRARY)
     gens = _generators(3, 4)
     policy = EditPolicy(EditorConfig(), 3, num_features=9, generators=gens, device=CPU, temperature=temperature)
     parents = random_programs(gens, (200,), 40, 40, CPU)
@@ -304,8 +305,7 @@ def test_the_c_operators_equal_the_torch_ones(seed):
     """agents/search/variation.c (CPU fast path) and the torch passes (what a GPU runs) agree element for element."""
     from synthenv import native_build
 
-    if not native_build.is_available():
-        pytest.skip(f"no C compiler here: {native_build.unavailable_reason()}")
+    require_native()
     gens = _generators(2, seed)
     parents = random_programs(gens, (300,), 12, 12, CPU)
     parents[:, :10] = 0
@@ -333,8 +333,7 @@ def test_top_unique_in_c_equals_torch_with_duplicates_ties_and_empty_slots(seed)
     passes (first_occurrences, stable sorts) index for index, with and without a visiting order."""
     from synthenv import native_build
 
-    if not native_build.is_available():
-        pytest.skip(f"no C compiler here: {native_build.unavailable_reason()}")
+    require_native()
     generator = torch.Generator().manual_seed(seed)
     groups, n, k = 7, 90, 20
     hashes = torch.randint(-3, 4, (groups, n), generator=generator) * (2**61)  # 7 programs: many duplicates

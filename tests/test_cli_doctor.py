@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from synthenv import engines, native_build
+from synthenv import engines, native_build, native_cache
 from synthenv.cli import main
 from synthenv.engines.torch_engine import TorchEngine
 
@@ -33,9 +33,9 @@ def test_doctor_reports_the_machine_and_exactness(tmp_path, capsys):
     assert set(native["libraries"]) >= {"synthenv.engines.native", "synthenv.compilers.traditional", "synthenv.scoring",
                                         "synthenv.naive", "synthenv.agents.search.rows", "synthenv.agents.run.feedback"}
     loaded = [entry for entry in native["libraries"].values() if entry["available"]]
-    assert all(native_build.verify(Path(entry["path"])) for entry in loaded)
+    assert all(native_cache.verify(Path(entry["path"])) for entry in loaded)
     assert f"{len(loaded)} of {len(native['libraries'])} load from {native['cache_dir']}" in out
-    assert native["cpu"] == native_build.cpu_identity()["model"] and f"(built for {native['cpu']})" in out
+    assert native["cpu"] == native_cache.cpu_identity()["model"] and f"(built for {native['cpu']})" in out
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")

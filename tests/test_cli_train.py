@@ -157,7 +157,7 @@ def test_a_solved_run_reports_its_program_and_a_minimal_equivalent(tmp_path, cap
     solves = lambda code: reference.score_program(code, task.cases, task.base, task.max_steps).solved  # noqa: E731
     best, minimal = result["best_program"], result["minimal_program"]
     assert solves(best) and solves(minimal) and len(minimal) <= len(best)
-    assert not any(solves(variant) for variant in tasks.generated._deletions(minimal))
+    assert not any(solves(variant) for variant in tasks.minimize.deletions(minimal))
     out = capsys.readouterr().out
     assert f"{best!r}" in out and (minimal == best or f"(minimal: {minimal!r})" in out)
     (run,) = list((tmp_path / "logs").glob("echo__islands__0__*"))

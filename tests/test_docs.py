@@ -8,7 +8,8 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 DOCS = ("README.md", "BENCHMARKS.md")
-MAX_LINES = {"README.md": 220, "BENCHMARKS.md": 520}
+MAX_LINES = {"README.md": 260, "BENCHMARKS.md": 600}
+"""Room for a section more than the docs hold today (about 200 and 500 lines), not for a lab notebook."""
 
 HEX = re.compile(r"\b[0-9a-f]{7,40}\b")
 """A commit-hash-like token: 7-40 lowercase hex digits standing alone. A longer run of hex (a sha256 digest) has

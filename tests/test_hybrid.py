@@ -91,7 +91,7 @@ def test_no_mismatch_on_solved_programs(neural, engine):
         for workload, num in (("near", 4000), ("uniform", 2000)):
             tokens = workloads.make(workload, num, 100, seed=100 + i) if workload == "uniform" else \
                 workloads.near(num, 100, torch.Generator().manual_seed(i), task_names=[name])
-            _, scores = hybrid.evaluate(tokens, task, engine)
+            _, scores = Evaluator(hybrid, engine)(tokens, task)
             expected = truth(tokens, task, engine)
             assert torch.equal(scores.solved, expected.solved)
             matters = expected.solved | (expected.rewards >= hybrid.config.reward_threshold)
@@ -115,7 +115,7 @@ def test_injected_miscompiles_never_reach_a_solution(neural, engine, to_solved, 
     corrupted_total, programs = 0, 0
     for step in range(4):
         tokens = workloads.near(1500, 100, generator, task_names=["reverse"])
-        _, scores = hybrid.evaluate(tokens, task, engine)
+        _, scores = Evaluator(hybrid, engine)(tokens, task)
         expected = truth(tokens, task, engine)
         corrupted_total += int(corrupt.corrupted.sum())
         programs += tokens.shape[0]
@@ -146,7 +146,7 @@ def test_missed_low_reward_miscompiles_are_bounded_not_hidden(neural, engine):
     config = HybridConfig(audit=AuditConfig(min_rate=1.0, max_rate=1.0))
     hybrid = HybridCompiler(config, neural=corrupt)
     tokens = workloads.near(3000, 100, torch.Generator().manual_seed(4), task_names=["reverse"])
-    _, scores = hybrid.evaluate(tokens, task, engine)
+    _, scores = Evaluator(hybrid, engine)(tokens, task)
     assert torch.equal(scores.rewards, truth(tokens, task, engine).rewards)
     assert hybrid.stats.corrected == hybrid.stats.corrected_total == int(corrupt.corrupted.sum())
 
@@ -158,7 +158,7 @@ def test_bound_falls_and_rate_adapts_with_a_correct_compiler(neural, engine):
     bounds, rates = [], []
     for step in range(8):
         tokens = workloads.make("uniform", 500, 100, seed=step)
-        hybrid.evaluate(tokens, task, engine)
+        Evaluator(hybrid, engine)(tokens, task)
         bounds.append(hybrid.stats.miscompile_bound)
         rates.append(hybrid.stats.audit_rate)
     assert hybrid.audit.monitor.total_failures == 0
@@ -172,7 +172,7 @@ def test_bound_falls_and_rate_adapts_with_a_correct_compiler(neural, engine):
 def test_stats_and_tensorboard(neural, engine):
     hybrid = HybridCompiler(neural=neural)
     assert hybrid.stats.miscompile_bound == 1.0  # nothing sampled yet
-    hybrid.evaluate(workloads.make("uniform", 200, 50, seed=0), task_registry.get("add"), engine)
+    Evaluator(hybrid, engine)(workloads.make("uniform", 200, 50, seed=0), task_registry.get("add"))
 
     class Writer:
         def __init__(self):
@@ -191,7 +191,7 @@ def test_stats_and_tensorboard(neural, engine):
 
 def test_empty_batch(neural, engine):
     hybrid = HybridCompiler(neural=neural)
-    execution, scores = hybrid.evaluate(torch.zeros((0, 10), dtype=torch.int64), task_registry.get("add"), engine)
+    execution, scores = Evaluator(hybrid, engine)(torch.zeros((0, 10), dtype=torch.int64), task_registry.get("add"))
     assert scores.rewards.shape == (0,) and hybrid.audit.steps == 0 and hybrid.audit.monitor.total_trials == 0
 
 

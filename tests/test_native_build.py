@@ -18,7 +18,7 @@ import pytest
 
 import synthenv
 import synthenv.agents  # noqa: F401  (declares the agents' libraries)
-from synthenv import engines, native_build, shared_tables
+from synthenv import engines, native_build, native_cache, shared_tables
 from synthenv.native_build import NativeBuildError, NativeCacheError
 
 needs_cc = pytest.mark.skipif(native_build.find_compiler() is None, reason="no C compiler")
@@ -90,10 +90,11 @@ def test_each_library_exports_its_own_symbols_only():
 def test_the_build_module_imports_none_of_the_packages_it_builds_for():
     import ast
 
-    tree = ast.parse(Path(native_build.__file__).read_text())
-    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    assert {m for m in imported if m and m.startswith("synthenv")} == {"synthenv.registry"}
+    for module, allowed in ((native_build, {"synthenv", "synthenv.registry", "synthenv.native_cache"}), (native_cache, set())):
+        tree = ast.parse(Path(module.__file__).read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        assert {m for m in imported if m and m.startswith("synthenv")} == allowed, module.__name__
 
 
 def test_register_checks_its_declaration(tmp_path):
@@ -179,14 +180,14 @@ def test_a_build_from_another_cpu_is_rebuilt_not_loaded(tmp_path, cache, monkeyp
     wrapper, log = logging_compiler(tmp_path)
     monkeypatch.setenv("CC", str(wrapper))
     source = tiny(tmp_path)
-    monkeypatch.setattr(native_build, "cpu_identity", lambda: dict(CPU_A))
+    monkeypatch.setattr(native_cache, "cpu_identity", lambda: dict(CPU_A))
     built_on_a = build_tiny(source)
     assert compiles(log) == 1 and build_tiny(source) == built_on_a and compiles(log) == 1  # cached on A
     record_a = json.loads(built_on_a.with_name(built_on_a.name + ".json").read_text())
     assert record_a["cpu"] == CPU_A
 
-    monkeypatch.setattr(native_build, "cpu_identity", lambda: dict(CPU_B))  # the same cache, seen from B
-    assert not native_build.verify(built_on_a)  # A's record is not B's: never loaded on B
+    monkeypatch.setattr(native_cache, "cpu_identity", lambda: dict(CPU_B))  # the same cache, seen from B
+    assert not native_cache.verify(built_on_a)  # A's record is not B's: never loaded on B
     built_on_b = build_tiny(source)
     assert built_on_b != built_on_a and compiles(log) == 2  # compiled for B, beside A's
     assert json.loads(built_on_b.with_name(built_on_b.name + ".json").read_text())["cpu"] == CPU_B
@@ -200,16 +201,16 @@ def test_a_build_from_another_cpu_is_rebuilt_not_loaded(tmp_path, cache, monkeyp
         record["cpu"] = record_cpu
         record_path.write_text(json.dumps(record))
         before = compiles(log)
-        assert not native_build.verify(built_on_b)
+        assert not native_cache.verify(built_on_b)
         assert build_tiny(source) == built_on_b and compiles(log) == before + 1
-        assert json.loads(record_path.read_text())["cpu"] == CPU_B and native_build.verify(built_on_b)
-    monkeypatch.setattr(native_build, "cpu_identity", lambda: dict(CPU_A))  # back on A: A's build still loads
+        assert json.loads(record_path.read_text())["cpu"] == CPU_B and native_cache.verify(built_on_b)
+    monkeypatch.setattr(native_cache, "cpu_identity", lambda: dict(CPU_A))  # back on A: A's build still loads
     assert build_tiny(source) == built_on_a and compiles(log) == 4
 
 
 def _key_on(cpu, monkeypatch, compiler):
     with monkeypatch.context() as patch:
-        patch.setattr(native_build, "cpu_identity", lambda: dict(cpu))
+        patch.setattr(native_cache, "cpu_identity", lambda: dict(cpu))
         return native_build.build_key(["x"], str(compiler), FLAGS)
 
 
@@ -217,19 +218,19 @@ def test_cpu_identity_reads_the_first_processor_of_proc_cpuinfo(tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nmodel name\t: Example CPU 9000\nflags\t\t: fpu  sse2 avx2\n\n"
                        "processor\t: 1\nmodel name\t: Another core\nflags\t\t: fpu\n")
-    assert native_build.cpu_identity(cpuinfo) == {"model": "Example CPU 9000", "flags": "fpu sse2 avx2"}
+    assert native_cache.cpu_identity(cpuinfo) == {"model": "Example CPU 9000", "flags": "fpu sse2 avx2"}
     arm = tmp_path / "cpuinfo-arm"
     arm.write_text("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd aes\nCPU part\t: 0xd0c\n")
     fallback = platform.processor() or platform.machine()
-    assert native_build.cpu_identity(arm) == {"model": fallback, "flags": "fp asimd aes"}
-    assert native_build.cpu_identity(tmp_path / "missing") == {"model": fallback, "flags": ""}  # not Linux
+    assert native_cache.cpu_identity(arm) == {"model": fallback, "flags": "fp asimd aes"}
+    assert native_cache.cpu_identity(tmp_path / "missing") == {"model": fallback, "flags": ""}  # not Linux
 
 
-@pytest.mark.skipif(not native_build.CPUINFO.is_file(), reason="no /proc/cpuinfo (not Linux)")
+@pytest.mark.skipif(not native_cache.CPUINFO.is_file(), reason="no /proc/cpuinfo (not Linux)")
 def test_cpu_identity_is_this_machines_cpu():
-    lines = native_build.CPUINFO.read_text().splitlines()
+    lines = native_cache.CPUINFO.read_text().splitlines()
     first = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines[:lines.index("")])}
-    cpu = native_build.cpu_identity()
+    cpu = native_cache.cpu_identity()
     assert cpu["model"] == (first.get("model name") or platform.processor() or platform.machine())
     assert cpu["flags"].split() == (first.get("flags") or first.get("Features") or "").split()
 
@@ -262,9 +263,9 @@ def test_a_damaged_cached_build_is_rebuilt_before_it_is_loaded(tmp_path, cache, 
     path = build_tiny(source)
     good = path.read_bytes()
     _corrupt(kind, path, tmp_path)
-    assert not native_build.verify(path)
+    assert not native_cache.verify(path)
     rebuilt = build_tiny(source)
-    assert rebuilt == path and native_build.verify(path)
+    assert rebuilt == path and native_cache.verify(path)
     assert ctypes.CDLL(str(path)).synthenv_probe() == 7
     assert len(path.read_bytes()) == len(good)
 
@@ -286,8 +287,8 @@ def test_a_truncated_library_in_the_real_cache_costs_a_rebuild_not_a_crash(tmp_p
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["[True, False]"] * 2
     used = ("synthenv.compilers.traditional", "synthenv.engines.native", "synthenv.scoring")
-    assert all(native_build.verify(paths[name]) for name in used)  # rebuilt at first use
-    assert not native_build.verify(paths["synthenv.agents.run.feedback"])  # not used: not loaded, not rebuilt yet
+    assert all(native_cache.verify(paths[name]) for name in used)  # rebuilt at first use
+    assert not native_cache.verify(paths["synthenv.agents.run.feedback"])  # not used: not loaded, not rebuilt yet
 
 
 def test_a_compiler_that_writes_nothing_caches_nothing(tmp_path, cache, monkeypatch):
@@ -319,17 +320,17 @@ def test_compiler_errors_are_reported(tmp_path, cache, monkeypatch):
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("SYNTHENV_CACHE_DIR", str(tmp_path / "x"))
-    assert native_build.cache_dir() == tmp_path / "x"
+    assert native_cache.cache_dir() == tmp_path / "x"
     monkeypatch.delenv("SYNTHENV_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert native_build.cache_dir() == tmp_path / "xdg" / "synthenv"
+    assert native_cache.cache_dir() == tmp_path / "xdg" / "synthenv"
 
 
 def test_a_world_writable_cache_is_refused(tmp_path, cache):
     cache.mkdir()
     cache.chmod(0o777)
     with pytest.raises(NativeCacheError, match=r"writable by every user.*chmod 700"):
-        native_build.ensure_cache_dir()
+        native_cache.ensure_cache_dir()
 
 
 @pytest.mark.parametrize("where", ["file", "proc"])
@@ -339,7 +340,7 @@ def test_an_unusable_cache_dir_is_a_clear_error(tmp_path, monkeypatch, where):
         path.write_text("x")
     monkeypatch.setenv("SYNTHENV_CACHE_DIR", str(path))
     with pytest.raises(NativeCacheError, match=r"build cache .* SYNTHENV_CACHE_DIR"):
-        native_build.ensure_cache_dir()
+        native_cache.ensure_cache_dir()
 
 
 @pytest.fixture
@@ -370,3 +371,89 @@ def test_write_tables_header(tmp_path, monkeypatch):
     monkeypatch.setattr(shared_tables, "TABLES_HEADER", target)
     shared_tables.write_tables_header()
     assert target.read_text() == shared_tables.tables_header()
+
+
+@needs_cc
+def test_a_cache_folder_its_group_can_write_is_refused(cache):
+    cache.mkdir(mode=0o700)
+    cache.chmod(0o770)
+    with pytest.raises(NativeCacheError, match="writable by its group .* chmod 700"):
+        native_cache.ensure_cache_dir()
+
+
+@needs_cc
+def test_a_cached_library_others_can_write_or_another_user_owns_is_rebuilt_not_loaded(tmp_path, cache):
+    """Only a file the current user owns and nobody else can write is loaded: a 0666 .so (or one owned by
+    another user, as root can make it) could have been replaced by anyone."""
+    source = tiny(tmp_path)
+    built = build_tiny(source)
+    assert native_cache.verify(built)
+    built.chmod(0o666)
+    assert not native_cache.verify(built)
+    rebuilt = build_tiny(source)
+    assert rebuilt == built and native_cache.verify(rebuilt) and stat.S_IMODE(rebuilt.stat().st_mode) & 0o022 == 0
+    if os.getuid() == 0:  # only root can give a file away
+        os.chown(built, 65534, 65534)
+        assert not native_cache.verify(built)
+        assert native_cache.verify(build_tiny(source)) and built.stat().st_uid == 0
+
+
+@needs_cc
+def test_a_full_disk_during_a_build_is_a_build_error_naming_the_cause(tmp_path, cache, monkeypatch):
+    import errno
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(NativeBuildError, match="No space left on device.*free space"):
+        build_tiny(_source(tmp_path))
+    assert not any(cache.glob("tiny-*.so"))
+
+
+def _source(tmp_path):
+    source = tmp_path / "src" / "tiny.c"
+    source.parent.mkdir(exist_ok=True)
+    with open(source, "w") as f:  # Path.write_text is the one that fails here
+        f.write("int synthenv_probe(void) { return 7; }\n")
+    return source
+
+
+@needs_cc
+def test_a_record_path_that_is_a_folder_is_named_with_the_fix(tmp_path, cache):
+    source = tiny(tmp_path)
+    built = build_tiny(source)
+    record = built.with_name(built.name + ".json")
+    record.unlink()
+    record.mkdir()
+    with pytest.raises(NativeCacheError, match="holds a folder where a build belongs.*remove it"):
+        build_tiny(source)
+
+
+@needs_cc
+def test_cc_may_carry_options_and_a_wrong_cc_is_named(tmp_path, cache, monkeypatch):
+    compiler = native_build.find_compiler()
+    monkeypatch.setenv("CC", f"{compiler} -O1")
+    assert native_build.compiler_command()[1:] == ["-O1"]
+    assert native_cache.verify(build_tiny(tiny(tmp_path)))
+    monkeypatch.setenv("CC", "no-such-cc -O2")
+    assert native_build.find_compiler() is None
+    with pytest.raises(NativeBuildError, match=r"\$CC='no-such-cc -O2' names no program on PATH"):
+        build_tiny(tiny(tmp_path, value=8))
+
+
+@needs_cc
+def test_a_library_that_cannot_be_built_warns_once_with_the_cause_where_a_compiler_is_there(tmp_path, cache,
+                                                                                             monkeypatch):
+    """The API falls back to the torch code then, but says why (not "install a compiler": one is there)."""
+    import errno
+
+    library = native_build.Library("tiny-warned", (_source(tmp_path),), ("synthenv_probe",))
+    monkeypatch.setattr(Path, "write_text", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    native_build.reset()
+    try:
+        with pytest.warns(RuntimeWarning, match="native code unavailable.*full"):
+            assert not library.is_available()
+        assert native_build.warned() and "full" in str(library.unavailable_reason())
+    finally:
+        native_build.reset()

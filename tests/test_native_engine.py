@@ -12,6 +12,7 @@ import warnings
 import pytest
 import torch
 
+from native import require_native
 import synthenv
 from synthenv.compilers.traditional import TraditionalCompiler
 from synthenv.dialect import PQT
@@ -36,7 +37,9 @@ TASKS = {
 }
 WORKLOADS = ("uniform", "loop_heavy", "near")
 
-pytestmark = pytest.mark.skipif(not NativeEngine().available("cpu"), reason="no working C compiler with OpenMP")
+@pytest.fixture(autouse=True)
+def _native_built():
+    require_native(native.LIBRARY)
 
 
 @functools.lru_cache(maxsize=None)

@@ -13,7 +13,7 @@ from synthenv.compilers.neural_train import TrainConfig, labels, train, training
 from synthenv.language import encode_batch
 from synthenv.verify import clopper_pearson_upper
 
-TARGET = 0.001  # issue 6: <= 0.1 % reward-level mismatches on uniform 100-token programs
+TARGET = 0.001  # the bar: <= 0.1 % reward-level mismatches on uniform 100-token programs
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_ir_matches_traditional_on_held_out_programs(compiler, reference, worklo
     tokens = workloads.make(workload, num, 100, seed=424242)
     mismatches = int((~ir.equal(compiler.compile(tokens), reference.compile(tokens))).sum())
     # Measured by `synthenv compiler-report`: 0 IR mismatches on such samples. The assertion
-    # is the issue's target, not the measured value: at most 0.1 % of programs may differ.
+    # is the bar, not the measured value: at most 0.1 % of programs may differ.
     assert mismatches / num <= TARGET, f"{mismatches} of {num} {workload} programs miscompiled"
 
 

@@ -12,7 +12,7 @@ from synthenv import reference, tasks
 from synthenv.errors import UserError
 from synthenv.language import Status
 from synthenv.registry import UnknownNameError
-from synthenv.tasks import generated, grammar
+from synthenv.tasks import generated, grammar, known, minimize, runner
 from synthenv.tasks.py2random import Py2Random
 from synthenv.tasks.solutions import HAND_WRITTEN, KNOWN_SOLUTIONS
 from synthenv.tasks.task import Task
@@ -111,7 +111,7 @@ def test_a_contaminated_candidate_is_dropped():
     # Solves `add` (the last `,` reads 0 past add's two inputs) but prints the third input of a triple, which
     # add's known solution does not: only the other direction catches it.
     add_like = ",>,[<+>-]<.>,."
-    assert generated.solves_a_known_task(add_like) == ["add"] and solves(add_like, tasks.get("add"))
+    assert known.solves_a_known_task(add_like) == ["add"] and solves(add_like, tasks.get("add"))
     triples = [(a, b, c) for a, b, c in itertools.product((3, 50, 200), (1, 7, 90), (5, 9))]
     assert generated._screen(add_like, triples, 256, "t", family, "triple") == (None, "paper_task")
     task, reason = generated._screen(",>,[<+>-]<.>,+.", triples, 256, "t", family, "triple")
@@ -141,9 +141,9 @@ def test_the_other_filters_name_their_reason():
 
 def test_minimize_keeps_a_solution_and_simplify_keeps_the_output():
     task = Task("t", (((1, 2), (3,)), ((4, 1), (5,)), ((0, 0), (0,))))
-    assert generated.minimize(",>,<>[<+>-]<.+-", task) == ",>,[<+>-]<."
+    assert minimize.minimize(",>,<>[<+>-]<.+-", task) == ",>,[<+>-]<."
     for code in ("<[.]+-,>.<[-][>]+", ",[->+<]>[-<+>]<.", ",+[-]-.", ",>,<[->>+<<]><."):
-        simple = generated.simplify(code)
+        simple = minimize.simplify(code)
         assert len(simple) <= len(code)
         for inputs in ((3, 4), (0, 9), (200, 1)):
             assert reference.run(simple, inputs).output == reference.run(code, inputs).output, code
@@ -153,7 +153,7 @@ def test_minimize_keeps_a_solution_and_simplify_keeps_the_output():
 def test_every_known_solution_solves_its_task(name):
     task = tasks.get(name)
     assert reference.score_program(KNOWN_SOLUTIONS[name], task.cases, task.base, task.max_steps).solved
-    assert name in generated.solves_a_known_task(KNOWN_SOLUTIONS[name])
+    assert name in known.solves_a_known_task(KNOWN_SOLUTIONS[name])
 
 
 def test_there_is_a_known_solution_for_every_paper_and_tuning_task():
@@ -165,14 +165,14 @@ def test_there_is_a_known_solution_for_every_paper_and_tuning_task():
 def test_the_reference_interpreter_gives_the_same_tasks(monkeypatch):
     """Where no C compiler works the generator screens with the reference interpreter: the same stream."""
     native = [generated.generate("train", i) for i in (0, 1)]
-    runner = generated._Runner()
-    runner.engine = None
-    generated._screen_programs.cache_clear()
-    monkeypatch.setattr(generated, "_runner", lambda: runner)
+    shared = runner.runner()  # the one runner the generator, minimisation and decontamination use
+    assert shared.engine is not None
+    monkeypatch.setattr(shared, "engine", None)
+    known.screen_programs.cache_clear()  # compiled for the engine: compiled anew for the interpreter
     try:
         assert [generated.generate("train", i) for i in (0, 1)] == native
     finally:
-        generated._screen_programs.cache_clear()
+        known.screen_programs.cache_clear()
 
 
 def test_filter_counts_add_up():

@@ -1,6 +1,6 @@
 """Edit-policy files: one member's weights with the architecture and the features they read.
 
-The default agent starts its edit policy from such a file: the one shipped in the package
+``ppo`` starts its edit policy from such a file: the one shipped in the package
 (``agents/edit_policy.pt``, pretrained across generated tasks by ``synthenv pretrain``), one of
 the user's (``--policy PATH``, e.g. a policy a run fine-tuned and saved with ``--policy-out``), or
 none (``--policy scratch``: random weights). A file is untrusted data, like a checkpoint: it is read

@@ -29,8 +29,9 @@ from ..search.members import MemberMasks, masked_mean, member_index
 from ..search.operators import EDIT_FIELDS, Members
 from ..search.queue import ProgramQueue
 from ..search.variation import Edits, member_uniform
-from .editor import EditPolicy, edit_entropy, edit_log_probs
+from .editor import EditPolicy
 from .files import load_policy, policy_path, start_policy
+from .distribution import edit_entropy, edit_log_probs
 from .losses import clipped_policy_loss, normalize_advantages, risk_seeking_advantages
 from .optim import MemberAdam, clip_grad_norm_per_member
 

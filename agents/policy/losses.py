@@ -1,6 +1,6 @@
-"""PPO's loss pieces, per member: advantage normalisation, risk-seeking advantages, the clipped
-surrogate, the clipped value loss. Every function reduces over everything but the leading member
-dimension S and returns ``[S]``.
+"""The policies' loss pieces, per member: advantage normalisation, risk-seeking advantages, PPO's clipped
+surrogate, a value head's explained variance. Each reduces over everything but the leading member dimension S
+and returns ``[S]``.
 """
 
 from __future__ import annotations
@@ -54,13 +54,6 @@ def clipped_policy_loss(advantages: torch.Tensor, ratio: torch.Tensor, mask: tor
     """
     clipped = ratio.clamp(1 - clip_coef, 1 + clip_coef)
     return masked_mean(torch.max(-advantages * ratio, -advantages * clipped), mask)
-
-
-def clipped_value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor,
-                       clip_coef: float) -> torch.Tensor:
-    """CleanRL's clipped value loss, ``0.5 mean(max((v - R)^2, (v_old + clip(v - v_old) - R)^2))``: ``[S]``."""
-    value_clipped = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
-    return 0.5 * masked_mean(torch.max((values - returns) ** 2, (value_clipped - returns) ** 2), mask)
 
 
 def explained_variance(predicted: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

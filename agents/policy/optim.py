@@ -2,7 +2,7 @@
 gradient clipping.
 
 ``torch.optim.Adam`` keeps one step count per parameter tensor, shared by every member whose
-slice the tensor holds. A member that starts learning late (the default agent's members hand
+slice the tensor holds. A member that starts learning late (``ppo``'s members hand
 over from their elitist phase at different generations) would then get the bias correction
 of the others' step count: its first steps about 3x too large, and its run dependent on which
 seeds share the job. Here member s's moments and step count advance only on the steps it is

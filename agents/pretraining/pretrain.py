@@ -8,7 +8,7 @@ The examples are (parent, its per-case feedback, edits), learned by likelihood:
   undo the corruption (``variation.inverse_edits``: the policy's format, positions in P'): the edits that
   take a nearly right program back to a solution. Examples are dropped where the corruption changed
   nothing, still solves the task, or cannot be undone (an insertion into a full program).
-- *what runs found*: ``synthenv pretrain --from-runs DIR`` adds what runs of the default agent left
+- *what runs found*: ``synthenv pretrain --from-runs DIR`` adds what runs of the search agents (``islands``, ``ppo``) left
   (``agents.run.data``): the improving edits of their imitation queues, and repair examples built from the
   programs that solved their tasks; ``--start pretrained`` (or a policy file) continues from that policy
   instead of random weights.
@@ -107,7 +107,7 @@ class PretrainConfig:
     max_len: int = DEFAULT_MAX_LEN
     """L, the program width the policy reads (the agent's; its length feature is scaled by it)."""
     from_runs: str | None = None
-    """A folder of runs of the default agent (synthenv train with logs): their improving edits and solutions join
+    """A folder of runs of islands or ppo (synthenv train with logs): their improving edits and solutions join
     the data."""
     start: str = "scratch"
     """Where the policy starts: 'scratch' (random weights drawn from seed), 'pretrained' (the shipped policy), or a

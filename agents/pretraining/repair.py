@@ -18,7 +18,8 @@ from synthenv.language import Status, encode_batch
 from synthenv.pipeline import Evaluator
 from synthenv.tasks import Task
 
-from ..policy.editor import EditPolicy, edit_log_probs
+from ..policy.editor import EditPolicy
+from ..policy.distribution import edit_log_probs
 from ..run.feedback import feedback_features
 from ..search.operators import EDIT_FIELDS
 from ..search.variation import Edits, apply_edits, inverse_edits, random_edits

@@ -1,6 +1,6 @@
-"""What a run of the default agent leaves for the next one: its improving edits and its solution.
+"""What a run leaves for the next one: its improving edits and its solution, and a fine-tuned edit policy.
 
-At the end of a run that logs (``log_dir``), each member of the default agent writes
+At the end of a run that logs (``log_dir``), each member of ``islands`` or ``ppo`` writes
 ``{run_dir}/edits.pt``: the task (its cases, so that a task file need not be at hand later), the
 best improving edits of its imitation queue (each a parent, its feedback and the edits that beat
 it) and the program that solved the task, if one did. ``synthenv pretrain --from-runs DIR`` reads
@@ -13,6 +13,7 @@ with ``torch.load(weights_only=True)``, a bad one refused in one line).
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import torch
@@ -32,7 +33,7 @@ from ..search.variation import Edits
 FORMAT = "synthenv-run-data"
 VERSION = 1
 FILE_NAME = "edits.pt"
-FIX = "pass folders of runs written by synthenv train (the default agent, with logs)"
+FIX = "pass folders of runs written by synthenv train (islands or ppo, with logs)"
 
 
 def save_run_data(path: str | os.PathLike, task: Task, imitation: ProgramQueue | None, member: int,
@@ -119,3 +120,38 @@ def _task(spec: object, path) -> Task:
         return task_from_document(spec, f"the task in {str(path)!r}")
     except UserError as error:
         raise CheckpointError(f"{error}; {FIX}") from None
+
+
+def save_for_later(trainer, results: list) -> None:
+    """What ``trainer``'s run leaves for the next: the fine-tuned policy (``policy_out``), and each seed's improving
+    edits and solution in its run directory (for ``synthenv pretrain --from-runs`` and ``synthenv library
+    --from-runs``), where the algorithm has them."""
+    if trainer.config.policy_out:
+        save_fine_tuned_policy(trainer, results)
+    if hasattr(trainer.algorithm, "save_run_data"):
+        for member, (result, run_dir) in enumerate(zip(results, trainer.run_dirs)):
+            if run_dir is not None:
+                trainer.algorithm.save_run_data(str(Path(run_dir) / FILE_NAME), trainer.task, member,
+                                                result.best_program if result.solved else None)
+
+
+def save_fine_tuned_policy(trainer, results: list) -> None:
+    """Save to ``policy_out`` the policy of the seed whose policy was updated most, then the first to solve, then
+    the best, then the first. Under a team the choice spans every rank's seeds (in seed order: each rank trains a
+    contiguous share) and only the rank that trained that seed writes. # sync point (under a team)"""
+    updates, team = trainer.algorithm.policy_updates(), trainer.team
+    merits = [(updates[i], result.solved, -result.npe if result.solved else 0, result.best_reward)
+              for i, result in enumerate(results)]
+    parts = [merits] if team is None else team.all_gather_objects(merits)  # each rank's, in rank order
+    every = [(rank, i, merit) for rank, part in enumerate(parts) for i, merit in enumerate(part)]
+    rank, member, _ = every[max(range(len(every)), key=lambda j: (*every[j][2], -j))]
+    if rank != (0 if team is None else team.rank):
+        return  # another rank trained it, and saves it
+    result, out = results[member], trainer.config.policy_out
+    trainer.algorithm.save_policy(out, member, {"fine_tuned_on": trainer.task.name, "seed": result.seed,
+                                                "solved": result.solved, "npe": result.npe, "updates": updates[member]})
+    if not updates[member]:
+        warnings.warn(f"--policy-out {out}: no seed's edit policy was updated (every seed solved or stopped before "
+                      "its policy's first update), so the file holds the policy the run started from; to fine-tune "
+                      "one, run without the elitist phase (--no-elitist) or on a task it does not solve at once",
+                      stacklevel=3)

@@ -140,4 +140,4 @@ class RunResult:
     """Programs executed per second by the whole job (all seeds, the agent included)."""
     minimal_program: str | None = None
     """When solved: ``best_program`` with commands deleted while it still solves every case
-    (``tasks.generated.minimal_equivalent``, confirmed by the reference interpreter); else None."""
+    (``tasks.minimize.minimal_equivalent``, confirmed by the reference interpreter); else None."""

@@ -10,7 +10,7 @@ import torch
 
 from synthenv.language import decode_batch
 from synthenv.tasks import Task
-from synthenv.tasks.generated import minimal_equivalent
+from synthenv.tasks.minimize import minimal_equivalent
 
 from .feedback import Feedback
 
@@ -70,7 +70,7 @@ class Tracker:
 
     def minimal_programs(self, task: Task) -> list[str | None]:
         """Per member: a minimal equivalent of its solving program on ``task`` (None while unsolved), by
-        ``tasks.generated.minimal_equivalent`` (checked by the reference interpreter). # sync point."""
+        ``tasks.minimize.minimal_equivalent`` (checked by the reference interpreter). # sync point."""
         solved, _, programs, _ = self.read()
         for program in {p for p, ok in zip(programs, solved) if ok} - self._minimal.keys():
             self._minimal[program] = minimal_equivalent(program, task)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import warnings
 from pathlib import Path
 
 import torch
@@ -44,7 +43,7 @@ from .job import RunResult, TrainConfig
 from .logger import RunLogger, run_dir_name
 from ..search.queue import ProgramQueue
 from ..registry import make
-from .data import FILE_NAME as RUN_DATA
+from .data import save_for_later
 from .schedule import Schedule
 from .tracker import Tracker
 
@@ -178,41 +177,8 @@ class Trainer:
         finally:
             logger.close()
         results = self.results()
-        self._save_for_later(results)
+        save_for_later(self, results)
         return results
-
-    def _save_for_later(self, results: list[RunResult]) -> None:
-        """The fine-tuned policy (``policy_out``) and each run's improving edits and solution (in its run directory,
-        for ``synthenv pretrain --from-runs``), where the algorithm has them."""
-        if self.config.policy_out:
-            self._save_policy(results)
-        if hasattr(self.algorithm, "save_run_data"):
-            for member, (result, run_dir) in enumerate(zip(results, self.run_dirs)):
-                if run_dir is not None:
-                    self.algorithm.save_run_data(str(Path(run_dir) / RUN_DATA), self.task, member,
-                                                 result.best_program if result.solved else None)
-
-    def _save_policy(self, results: list[RunResult]) -> None:
-        """Save to ``policy_out`` the policy of the seed whose policy was updated most, then the first to solve, then
-        the best, then the first. Under a team the choice spans every rank's seeds (in seed order: each rank trains a
-        contiguous share) and only the rank that trained that seed writes. # sync point (under a team)"""
-        updates = self.algorithm.policy_updates()
-        merits = [(updates[i], result.solved, -result.npe if result.solved else 0, result.best_reward)
-                  for i, result in enumerate(results)]
-        parts = [merits] if self.team is None else self.team.all_gather_objects(merits)  # each rank's, in rank order
-        every = [(rank, i, merit) for rank, part in enumerate(parts) for i, merit in enumerate(part)]
-        rank, member, _ = every[max(range(len(every)), key=lambda j: (*every[j][2], -j))]
-        if rank != (0 if self.team is None else self.team.rank):
-            return  # another rank trained it, and saves it
-        result = results[member]
-        self.algorithm.save_policy(self.config.policy_out, member, {
-            "fine_tuned_on": self.task.name, "seed": result.seed, "solved": result.solved, "npe": result.npe,
-            "updates": updates[member]})
-        if not updates[member]:
-            warnings.warn(f"--policy-out {self.config.policy_out}: no seed's edit policy was updated (every seed "
-                          "solved or stopped before its policy's first update), so the file holds the policy the "
-                          "run started from; to fine-tune one, run without the elitist phase (--no-elitist) or "
-                          "on a task it does not solve at once", stacklevel=2)
 
     def _sync(self, logger: RunLogger, final: bool = False) -> bool:
         """Log, checkpoint, and say whether the job is done. # sync point (once per log_every steps)."""

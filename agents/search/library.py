@@ -4,11 +4,11 @@ An agent that has seen thousands of tasks should not rediscover on every task th
 them. The default agent's first generation runs every program of its library before any fresh program
 (``first_generation``): a task that a known program solves is solved at once, and the elitist phase starts
 from the known programs that score best, the idioms of related tasks, instead of from fresh ones alone
-(``PPOConfig.library_kept``: how many of them its queue is offered). Running them costs one generation: the
+(``IslandsConfig.library_kept``: how many of them its queue is offered). Running them costs one generation: the
 shipped library (``SHIPPED``) holds the unique solutions of generated training tasks 0-3999 (the tasks the shipped
 edit policy was pretrained on), 2 660 programs of 4 to 30 commands, fewer than the default's 4 096 programs a
 generation. None of them solves a paper or tuning task (the stream is
-decontaminated); held-out generated tasks that one of them solves are ``generated.seen``.
+decontaminated); held-out generated tasks that one of them solves are ``tasks.known.seen``.
 
 A library file is plain text: one BF program per line, ``#`` starts a comment line, blank lines are skipped, and
 a line holding any other character is refused (``read_library``). ``synthenv library`` writes one: the solutions of
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from synthenv.tasks import generated
+from synthenv.tasks import generated, known
 
 from synthenv.checks import require_nonnegative_int
 from synthenv.errors import UserError
@@ -42,9 +42,9 @@ from synthenv.language import COMMANDS, encode_batch
 from ..run.data import run_solutions
 from .variation import member_uniform
 
-SHIPPED = generated.TRAIN_SOLUTIONS
+SHIPPED = known.TRAIN_SOLUTIONS
 """The library shipped in the package, ``tasks/train_solutions.txt`` (BENCHMARKS.md: the command that reproduces
-it); ``generated.seen`` asks whether one of its programs solves a task."""
+it); ``tasks.known.seen`` asks whether one of its programs solves a task."""
 
 
 class Library:
@@ -130,7 +130,7 @@ def build_library(tasks: int, from_runs: str | os.PathLike | None = None) -> tup
 class LibraryConfig:
     """Writing a library file (``synthenv library``)."""
 
-    tasks: int = generated.SEEN_TASKS
+    tasks: int = known.SEEN_TASKS
     """Generated training tasks 0 .. tasks - 1 whose solutions it holds (0: none)."""
     from_runs: str | None = None
     """A folder of runs of the default agent (synthenv train with logs): the solutions they found are added."""
@@ -161,7 +161,7 @@ def make_library(config: LibraryConfig, log=print) -> Library:
 
 
 def load_library(name: str) -> Library | None:
-    """The library ``PPOConfig.library`` names: the shipped one (read once per process), None for ``none``, or a
+    """The library ``IslandsConfig.library`` names: the shipped one (read once per process), None for ``none``, or a
     library file."""
     if name == "none":
         return None
@@ -170,7 +170,7 @@ def load_library(name: str) -> Library | None:
 
 @functools.cache
 def _shipped() -> Library:
-    return Library(generated.train_solutions())  # the package's own file, read once for generated.seen too
+    return Library(known.train_solutions())  # the package's own file, read once for known.seen too
 
 
 def require_library(name: str, value: object) -> None:

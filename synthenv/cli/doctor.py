@@ -125,7 +125,7 @@ def machine_report() -> dict:
 def _native_report() -> dict:
     """Each native library (every module that owns C code declares one): whether it loads, from where."""
     import synthenv.agents  # noqa: F401  (declares the agents' libraries; synthenv declares the rest)
-    from synthenv import native_build
+    from synthenv import native_build, native_cache
     from synthenv.engines import native
 
     libraries = {}
@@ -136,7 +136,7 @@ def _native_report() -> dict:
                                    "why": None if available else str(reason).splitlines()[0] if reason else None}
     engine = libraries[native.LIBRARY.name]
     return {"available": engine["available"], "openmp": engine["available"],
-            "cache_dir": str(native_build.cache_dir()), "cpu": native_build.cpu_identity()["model"],
+            "cache_dir": str(native_cache.cache_dir()), "cpu": native_cache.cpu_identity()["model"],
             "library": engine["path"], "why": engine["why"], "libraries": libraries}
 
 

@@ -19,10 +19,9 @@ from synthenv import native_build
 from synthenv.execution import Execution
 from synthenv.ir import Program
 from synthenv.registry import Registry
-from synthenv.tasks import Task
+from synthenv.tasks.task import Task
 
 from .cuda import CudaEngine
-from .native import LIBRARY as NATIVE_LIBRARY
 from .native import NativeEngine
 from .torch_engine import TorchEngine
 
@@ -84,8 +83,8 @@ def _warn_fallback(device: torch.device) -> None:
     if device.type in _warned:
         return
     _warned.add(device.type)
-    if device.type == "cpu" and isinstance(NATIVE_LIBRARY.unavailable_reason(), native_build.NativeCacheError):
-        return  # native_build warned already, naming the cache directory and the fix
+    if device.type == "cpu" and native_build.warned():
+        return  # native_build warned already, naming the cause (the cache directory, a full disk, a failed build)
     fixes = {"cuda": 'pip install "synthenv[cuda]" (CuPy) for the cuda engine',
              "cpu": "install a C compiler with OpenMP (e.g. gcc) or set $CC for the native engine"}
     fix = fixes.get(device.type, "the fused engines run on cpu and cuda devices only")

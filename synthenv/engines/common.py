@@ -9,7 +9,7 @@ import torch
 from synthenv.execution import Execution
 from synthenv.ir import Program
 from synthenv.language import Status
-from synthenv.tasks import Task
+from synthenv.tasks.task import Task
 
 _PHI = (1 + 5 ** 0.5) / 2
 

@@ -36,7 +36,7 @@ from synthenv.engines.common import check_num_outputs, finalize
 from synthenv.execution import Execution
 from synthenv.ir import Program
 from synthenv.native_build import expand_source
-from synthenv.tasks import Task
+from synthenv.tasks.task import Task
 
 INSTALL_HINT = 'the cuda engine needs CUDA tensors and CuPy: pip install "synthenv[cuda]"'
 NVRTC_HINT = 'NVRTC through cuda-bindings: pip install "synthenv[dev]" (nvidia-cuda-nvrtc-cu12, cuda-bindings)'

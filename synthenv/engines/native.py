@@ -26,7 +26,7 @@ from synthenv.execution import Execution
 from synthenv.ir import Program
 from synthenv.naive import run_naive  # noqa: F401  (the benchmark's reference; synthenv/bench.py imports it here)
 from synthenv.native_build import NativeBuildError, find_compiler  # noqa: F401  (re-exported for synthenv/bench.py)
-from synthenv.tasks import Task
+from synthenv.tasks.task import Task
 
 
 LIBRARY = native_build.register(__name__, ["native.c"], beside=__file__,

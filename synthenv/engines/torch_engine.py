@@ -21,7 +21,7 @@ from synthenv.execution import Execution, empty_execution
 from synthenv.ir import Op, Program
 from synthenv.language import Status
 from synthenv.syncpoints import sync_point
-from synthenv.tasks import Task
+from synthenv.tasks.task import Task
 
 RUNNING = -1
 
