@@ -15,6 +15,7 @@ device. ``names()`` is what the command line, the table and the docs offer. A *s
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import typing
 
 from synthenv.registry import Registry, UnknownNameError, unknown_name_message
@@ -56,13 +57,15 @@ def default_config(algo: str):
     return _registry.get(algo)[0]
 
 
-def make(algo: str, config, seeds: tuple[int, ...], max_len: int, device):
-    """Build ``algo`` for the members ``seeds`` (``config=None``: its defaults)."""
+def make(algo: str, config, seeds: tuple[int, ...], max_len: int, device, task=None):
+    """Build ``algo`` for the members ``seeds`` (``config=None``: its defaults); an algorithm that reads the task it
+    runs on (the default agent: its domain, its outputs' constants) is given ``task``."""
     default, factory = _registry.get(algo)
     config = default if config is None else config
     if type(config) is not type(default):
         raise TypeError(f"algorithm {algo!r} takes a {type(default).__name__}, got {type(config).__name__}")
-    return factory(config, tuple(seeds), max_len, device)
+    reads_task = "task" in inspect.signature(factory).parameters
+    return factory(config, tuple(seeds), max_len, device, **({"task": task} if reads_task else {}))
 
 
 TRUE_WORDS = ("True", "true", "1")

@@ -39,6 +39,9 @@ _NOT_TOKENS = bytes(sorted(set(range(256)) - set(VOCAB.encode("ascii"))))
 DEFAULT_MAX_LEN = 100
 """The default program length L of the envs and agents: PQT writes programs of 100 tokens."""
 
+TEXT_MAX_LEN = 256
+"""The agents' default program length on a text task: printing text takes a dozen commands a character."""
+
 MAX_LEN = 4096
 """The longest program (in tokens) that the envs and ``synthenv.score`` accept.
 

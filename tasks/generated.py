@@ -60,32 +60,61 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from synthenv.dialect import PQT
+from synthenv.dialect import PQT, STANDARD, Dialect
 from synthenv.errors import UserError
-from synthenv.language import Status
+from synthenv.language import DEFAULT_MAX_STEPS, Status
 
-from . import grammar
+from . import beyond_grammar, grammar, text_grammar
+from .esolang import MAX_STEPS as TEXT_MAX_STEPS
 from .known import TINY_PROGRAMS, screen_programs, seen, solves_a_known_task
 from .minimize import minimize, simplify
 from .py2random import Py2Random
 from .runner import runner, solved
 from .task import Task
 
-SPLITS = ("train", "test")
-SEED_OFFSETS = {"train": 0, "test": 2**40}
-"""Each split's seed range starts here; a split holds ``MAX_INDEX`` tasks, so the ranges never meet."""
 MAX_INDEX = 2**40
+
+
+@dataclass(frozen=True)
+class Stream:
+    """What a split's tasks are made of: a grammar's families, text or int inputs, the dialect and step limit its
+    programs run in, the length range of its programs, and whether a task is dropped when a training solution
+    (the shipped library's programs) solves it."""
+
+    families: dict
+    text: bool
+    dialect: Dialect
+    max_steps: int
+    min_length: int
+    max_length: int
+    held_out_from_library: bool
+
+
+CORE = Stream(grammar.FAMILIES, False, PQT, DEFAULT_MAX_STEPS, 4, 30, False)
+TEXT = Stream(text_grammar.FAMILIES, True, STANDARD, TEXT_MAX_STEPS, 4, 200, False)
+BEYOND = Stream(beyond_grammar.FAMILIES, False, PQT, DEFAULT_MAX_STEPS, 4, 40, True)
+STREAMS = {"train": CORE, "test": CORE, "tune": CORE, "text-train": TEXT, "text-tune": TEXT, "text-test": TEXT,
+           "beyond-tune": BEYOND, "beyond-test": BEYOND}
+"""Each split's stream: PQT's grammar (train, tune, test), the text grammar, and the families beyond the training
+grammar (only in the beyond splits)."""
+SPLITS = tuple(STREAMS)
+SEED_OFFSETS = {split: i * MAX_INDEX for i, split in enumerate(SPLITS)}
+"""Each split's seed range starts here; a split holds ``MAX_INDEX`` tasks, so the ranges never meet."""
 
 BASES = {256: 0.4, 10: 0.12, 20: 0.12, 27: 0.12, 2: 0.08, 16: 0.06, 7: 0.05, 100: 0.05}
 """Cell bases and their shares: PQT's (256, 27, 20, 10, 2) and a few others."""
-MIN_LENGTH, MAX_LENGTH = 4, 30
-"""The length range of a task's program, in commands (after ``minimize``)."""
+MIN_LENGTH, MAX_LENGTH = CORE.min_length, CORE.max_length
+"""The length range of a task's program, in commands (after ``minimize``; the core splits')."""
 MIN_CASES, MAX_CASES = 10, 16
 MIN_DISTINCT_INPUTS = 8
 MAX_OUTPUT = 32
+TEXT_CASES = (8, 10)
+"""A text task's cases: as few as text tasks of people's have (EsoLang-Bench's have 6), a few more to tell programs
+apart."""
+MAX_TEXT_OUTPUT = 48
 MAX_ATTEMPTS = 5000
 REASONS = ("length", "inputs", "halts", "long_output", "empty", "constant", "identity", "degenerate", "tiny",
-           "known_solution", "paper_task")
+           "known_solution", "paper_task", "library")
 """The filters, in the order they are applied (module docstring)."""
 
 
@@ -107,7 +136,7 @@ class GeneratedTask:
 
 
 def generate(split: str, index: int) -> GeneratedTask:
-    """Task ``index`` of ``split`` (``"train"`` or ``"test"``): the same on every call and machine.
+    """Task ``index`` of ``split`` (one of ``SPLITS``): the same on every call and machine.
 
     >>> generate("train", 0) == generate("train", 0)
     True
@@ -170,7 +199,7 @@ def task_name(split: str, index: int) -> str:
     return f"gen-{split}-{index}"
 
 
-NAME_PATTERN = re.compile(r"gen-(?P<split>[^-]*)-(?P<index>.*)")
+NAME_PATTERN = re.compile(r"gen-(?P<split>.+)-(?P<index>[^-]*)")
 
 
 def parse_name(name: str) -> tuple[str, int]:
@@ -211,20 +240,35 @@ def check_index(index: object, split: str) -> None:
 
 def _draw(split: str, index: int, tally: Counter | None) -> GeneratedTask:
     check_index(index, split)
-    seed = SEED_OFFSETS[split] + index
+    seed, stream = SEED_OFFSETS[split] + index, STREAMS[split]
     rng = Py2Random(seed)
-    family = grammar.weighted(rng, {f: f.weight for f in grammar.FAMILIES.values()})
+    family = grammar.weighted(rng, {f: f.weight for f in stream.families.values()})
     for _ in range(MAX_ATTEMPTS):
         shape = grammar.choice(rng, family.shapes)
-        base = grammar.weighted(rng, BASES)
-        program = simplify(family.sample(rng, shape))
-        inputs = sample_inputs(rng, shape, base, family.small_values)
-        task, reason = _screen(program, inputs, base, task_name(split, index), family, shape)
+        if stream.text:
+            base, program = 256, simplify(family.sample(rng, shape))
+            inputs = sample_text_inputs(rng, shape)
+        else:
+            base = grammar.weighted(rng, BASES)
+            program = simplify(family.sample(rng, shape))
+            inputs = sample_inputs(rng, shape, base, family.small_values)
+        task, reason = _screen(program, inputs, base, task_name(split, index), family, shape, stream)
         if tally is not None:
             tally[reason or "kept"] += 1
         if task is not None:
             return GeneratedTask(task, task.solution, f"{family.name}/{shape}", seed)
     raise RuntimeError(f"no task kept in {MAX_ATTEMPTS} draws for gen-{split}-{index}; a bug in the grammar")
+
+
+def sample_text_inputs(rng: Py2Random, shape: str) -> list[tuple[int, ...]]:
+    """``TEXT_CASES`` distinct text inputs of ``shape`` (``text_grammar.SHAPES``), as UTF-8 bytes, in draw order."""
+    num_cases = TEXT_CASES[0] + rng.randrange(TEXT_CASES[1] - TEXT_CASES[0] + 1)
+    seen_inputs: dict[tuple[int, ...], None] = {}
+    for _ in range(8 * num_cases):
+        seen_inputs[tuple(text_grammar.sample_text(rng, shape).encode())] = None
+        if len(seen_inputs) == num_cases:
+            break
+    return list(seen_inputs)
 
 
 def sample_inputs(rng: Py2Random, shape: str, base: int, small_values: bool) -> list[tuple[int, ...]]:
@@ -249,39 +293,43 @@ def sample_inputs(rng: Py2Random, shape: str, base: int, small_values: bool) -> 
     return list(seen)
 
 
-def _screen(program: str, inputs: Sequence[tuple[int, ...]], base: int, name: str, family: grammar.Family,
-            shape: str) -> tuple[Task | None, str | None]:
+def _screen(program: str, inputs: Sequence[tuple[int, ...]], base: int, name: str, family, shape: str,
+            stream: Stream = CORE) -> tuple[Task | None, str | None]:
     """The task made of ``program`` on ``inputs``, or None and the first filter that drops it."""
-    if not MIN_LENGTH <= len(program) <= 2 * MAX_LENGTH:  # minimize may take it below MAX_LENGTH
+    if not stream.min_length <= len(program) <= 2 * stream.max_length:  # minimize may take it below max_length
         return None, "length"
-    if len(inputs) < MIN_DISTINCT_INPUTS:
+    if len(inputs) < (TEXT_CASES[0] if stream.text else MIN_DISTINCT_INPUTS):
         return None, "inputs"
+    longest = MAX_TEXT_OUTPUT if stream.text else MAX_OUTPUT
+    make = lambda cases, **fields: Task(name, cases, base, stream.max_steps, stream.dialect, text=stream.text,  # noqa: E731
+                                        **fields)
     run = runner()
-    runs = run.run(run.compile([program]), Task(name, tuple((x, ()) for x in inputs), base, dialect=PQT),
-                      MAX_OUTPUT + 1, early_abort=True)
+    runs = run.run(run.compile([program]), make(tuple((x, ()) for x in inputs)), longest + 1, early_abort=True)
     if (runs.status != Status.OK).any():
         return None, "halts"
-    if (runs.lengths > MAX_OUTPUT).any():
+    if (runs.lengths > longest).any():
         return None, "long_output"
     outputs = [tuple(int(v) for v in runs.outputs[0, k, :n]) for k, n in enumerate(runs.lengths[0])]
     reason = _trivial(inputs, outputs)
     if reason:
         return None, reason
-    task = Task(name, tuple(zip(inputs, outputs)), base, dialect=PQT)
+    task = make(tuple(zip(inputs, outputs)))
     shortest = minimize(program, task)
-    if not MIN_LENGTH <= len(shortest) <= MAX_LENGTH:
+    if not stream.min_length <= len(shortest) <= stream.max_length:
         return None, "length"
     if not family.keeps(shortest):
         return None, "degenerate"
     found = solved(run.run(screen_programs(), task, None, early_abort=True), task)  # [N]
     if found[: len(TINY_PROGRAMS)].any():
         return None, "tiny"
-    if found[len(TINY_PROGRAMS):].any():
-        return None, "known_solution"
-    if solves_a_known_task(program) or solves_a_known_task(shortest):
-        return None, "paper_task"
-    return Task(name, task.cases, base, dialect=PQT, solution=shortest,
-                description=f"generated: {family.name}/{shape}"), None
+    if not stream.text:  # the paper's and tuning tasks are int tasks in PQT's dialect
+        if found[len(TINY_PROGRAMS):].any():
+            return None, "known_solution"
+        if solves_a_known_task(program) or solves_a_known_task(shortest):
+            return None, "paper_task"
+    if stream.held_out_from_library and seen(task):
+        return None, "library"
+    return make(task.cases, solution=shortest, description=f"generated: {family.name}/{shape}"), None
 
 
 def _trivial(inputs: Sequence[tuple[int, ...]], outputs: Sequence[tuple[int, ...]]) -> str | None:

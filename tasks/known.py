@@ -34,10 +34,22 @@ TRAIN_SOLUTIONS = Path(__file__).resolve().parent / "train_solutions.txt"
 ``synthenv library``; the default agent's shipped library of known programs)."""
 
 
-@functools.cache
+TEXT_SEEN_TASKS = 2000
+"""The text training tasks (split ``text-train``) whose solutions ``TEXT_SOLUTIONS`` holds: 0 .. 1999."""
+TEXT_SOLUTIONS = Path(__file__).resolve().parent / "text_solutions.txt"
+"""The unique solutions of text training tasks 0 .. ``TEXT_SEEN_TASKS`` - 1 (written by ``synthenv library --split
+text-train``; the library of known programs the default agent runs first on a text task)."""
+
+
 def train_solutions() -> tuple[str, ...]:
     """The programs of ``TRAIN_SOLUTIONS``, in order."""
-    lines = TRAIN_SOLUTIONS.read_text(encoding="utf-8").splitlines()
+    return solutions_in(TRAIN_SOLUTIONS)
+
+
+@functools.cache
+def solutions_in(path: Path) -> tuple[str, ...]:
+    """The programs of a solutions file of the package (one per line after ``#`` comment lines), read once."""
+    lines = path.read_text(encoding="utf-8").splitlines()
     return tuple(line for line in lines if line and not line.startswith("#"))
 
 

@@ -74,7 +74,7 @@ def test_library_kept_is_how_many_of_the_best_known_programs_the_queue_is_offere
     """After the first generation on reverse-tune (which no library program solves) the member's queue holds none of
     the library's programs with library_kept=0, its 3 best with 3; with all of them offered, a queue at least as good
     slot by slot (the fresh programs are the same: the setting only changes what the queue is offered)."""
-    library = read_library(SHIPPED).programs
+    library = read_library(SHIPPED["int"]).programs
     task = tasks.get("reverse-tune")
     queues = {}
     for kept in (0, 3, 64):
@@ -95,7 +95,7 @@ def test_library_kept_is_how_many_of_the_best_known_programs_the_queue_is_offere
 
 
 def test_the_shipped_library_is_the_training_solutions_and_solves_no_paper_or_tuning_task():
-    library = read_library(SHIPPED)
+    library = read_library(SHIPPED["int"])
     assert len(library) == len(known.train_solutions()) == 2660
     first = [generated.generate("train", i).program for i in range(150)]
     assert set(first) <= set(library.programs)

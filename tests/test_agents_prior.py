@@ -112,7 +112,7 @@ def test_fit_prior_writes_the_prior_of_the_generated_tasks_solutions(tmp_path, c
 
 def test_the_shipped_prior_is_what_its_card_command_writes():
     shipped, card = load_prior()
-    assert card["command"] == "synthenv fit-prior --tasks 2000 --order 2 --smoothing 0.1 --out agents/program_prior.pt"
+    assert card["command"] == "synthenv fit-prior --tasks 2000 --order 2 --smoothing 0.1 --out agents/search/program_prior.pt"
     assert torch.equal(shipped.probs, generated_prior(2000, 2, 0.1).probs)
 
 

@@ -113,3 +113,21 @@ def test_env_dialect_override(tmp_path):
     env.reset(seed=0)
     _, rewards, _, _, info = env.step(encode_batch(["<,.", ",."], 8))
     assert info["program_status"].tolist() == [Status.LEFT_EDGE, Status.OK]
+
+
+def test_a_text_task_gets_longer_programs_its_domains_knowledge_and_its_outputs_constants():
+    """On a text task the default agent writes programs of up to 256 tokens, starts from the text library and prior,
+    and its first generation runs the constants of the task's outputs: here, the whole answer."""
+    from synthenv.agents import TrainConfig, Trainer
+    from synthenv.agents.search.knowledge import constant_pieces, first_programs
+
+    greet = Task.from_pairs("greet", [("Ada", "Hello, Ada!"), ("Bo", "Hello, Bo!"), ("", "Hello, !"), ("Cy", "Hello, Cy!")])
+    pieces = constant_pieces(greet)
+    assert [bytes(reference.run(p, (), 256, 20_000, STANDARD).output) for p in pieces] == [b"Hello, ", b"!"]
+    wrapped = first_programs(greet, [",[.,]"], 256)
+    assert any(reference.solves(p, greet) for p in wrapped)  # the greeting around an echo
+    trainer = Trainer(TrainConfig(task=greet, seeds=(0,), log_dir=None, progress=False, npe=4096))
+    assert trainer.config.max_len == 256 and trainer.algorithm.library_slots > 900
+    assert trainer.run()[0].solved
+    assert Trainer(TrainConfig(task="reverse", seeds=(0,), log_dir=None, progress=False, npe=4096)).config.max_len == 100
+    assert constant_pieces(tasks.get("reverse")) == []  # a task of ints has none

@@ -12,7 +12,7 @@ from synthenv import reference, tasks
 from synthenv.errors import UserError
 from synthenv.language import Status
 from synthenv.registry import UnknownNameError
-from synthenv.tasks import generated, grammar, known, minimize, runner
+from synthenv.tasks import beyond_grammar, generated, grammar, known, minimize, runner, text_grammar
 from synthenv.tasks.py2random import Py2Random
 from synthenv.tasks.solutions import HAND_WRITTEN, KNOWN_SOLUTIONS
 from synthenv.tasks.task import Task
@@ -63,24 +63,51 @@ def test_train_and_test_are_disjoint(samples):
 
 @pytest.mark.parametrize("split", generated.SPLITS)
 def test_every_task_is_solved_by_its_program_within_the_step_limit(samples, split):
+    """Each task is its stream's kind (ints in PQT's dialect, or text in the standard one), has distinct inputs, and
+    its program solves it by the reference interpreter, in the task's dialect."""
+    stream = generated.STREAMS[split]
+    cases = generated.TEXT_CASES if stream.text else (generated.MIN_DISTINCT_INPUTS, generated.MAX_CASES)
     for item in samples[split]:
         task = item.task
-        assert task.solution == item.program and generated.MIN_LENGTH <= len(item.program) <= generated.MAX_LENGTH
-        assert task.max_steps == 5000 and generated.MIN_DISTINCT_INPUTS <= task.num_cases <= generated.MAX_CASES
+        assert task.solution == item.program and stream.min_length <= len(item.program) <= stream.max_length
+        assert (task.max_steps, task.dialect, task.text) == (stream.max_steps, stream.dialect, stream.text)
+        assert cases[0] <= task.num_cases <= cases[1] and (task.base == 256 or not stream.text)
         assert len({inputs for inputs, _ in task.cases}) == task.num_cases
-        score = reference.score_program(item.program, task.cases, task.base, task.max_steps)
+        score = reference.score_program(item.program, task.cases, task.base, task.max_steps, task.dialect)
         assert score.solved and score.reward == 1.0, item
         assert all(run.status == Status.OK and run.steps < task.max_steps for run in score.runs)
         family, shape = item.family.split("/")
-        assert family in grammar.FAMILIES and shape in grammar.FAMILIES[family].shapes
-        assert grammar.FAMILIES[family].keeps(item.program)
+        assert family in stream.families and shape in stream.families[family].shapes
+        assert stream.families[family].keeps(item.program)
+
+
+def test_the_splits_draw_their_streams_families_and_only_those():
+    """Beyond families are held out whole: no core split samples one, and the beyond splits sample only them."""
+    core = set(grammar.FAMILIES)
+    for split, stream in generated.STREAMS.items():
+        families = {generated.generate(split, i).family.split("/")[0] for i in range(40)}
+        assert families <= set(stream.families), split
+        assert (families <= core) == (stream is generated.CORE), split
+    assert not set(beyond_grammar.FAMILIES) & core and not set(text_grammar.FAMILIES) & core
+
+
+def test_beyond_tasks_are_solved_by_no_library_program_and_no_known_solution(samples):
+    """The beyond splits are decontaminated against the shipped library (the training solutions), the paper and
+    tuning tasks' known solutions and the tiny programs (tasks.known)."""
+    for split in ("beyond-tune", "beyond-test"):
+        for item in samples[split][:20]:
+            assert not known.seen(item.task), item
+            assert not known.solves_a_known_task(item.program), item
+    counts = generated.filter_counts("beyond-tune", 5)
+    assert counts["kept"] == 5 and set(counts) <= {"kept", *generated.REASONS}
 
 
 @pytest.mark.parametrize("split", generated.SPLITS)
 def test_outputs_are_not_trivial(samples, split):
+    longest = generated.MAX_TEXT_OUTPUT if generated.STREAMS[split].text else generated.MAX_OUTPUT
     for item in samples[split]:
         outputs = [out for _, out in item.task.cases]
-        assert all(outputs) and 0 < len(max(outputs, key=len)) <= generated.MAX_OUTPUT, item
+        assert all(outputs) and 0 < len(max(outputs, key=len)) <= longest, item
         assert 4 * Counter(outputs).most_common(1)[0][1] <= 3 * len(outputs), item  # not (nearly) constant
         assert not all(out == x or out == x[:-1] and x[-1:] == (0,) for x, out in item.task.cases), item
 

@@ -15,7 +15,7 @@ import tyro
 from synthenv import tasks
 from synthenv.checks import require_finite, require_nonnegative_int, require_positive_int_fields, require_seed
 from synthenv.compilers import DEFAULT_BACKEND
-from synthenv.language import DEFAULT_MAX_LEN, MAX_LEN
+from synthenv.language import DEFAULT_MAX_LEN, MAX_LEN, TEXT_MAX_LEN
 
 from ..registry import default_config
 
@@ -58,8 +58,9 @@ class TrainConfig:
     """Engine of the env (auto: native C on the CPU, CUDA on a GPU, else torch)."""
     device: str = "cpu"
     """Torch device of the env, the policy and all training state."""
-    max_len: int = DEFAULT_MAX_LEN
-    """L, the most tokens a program may have (PQT: 100)."""
+    max_len: int | None = None
+    """L, the most tokens a program may have; None: 100 (PQT's) on a task of ints, 256 on a text task
+    (synthenv.language.TEXT_MAX_LEN)."""
     stop_on_success: bool = True
     """Stop a seed when one of its programs solves the task (PQT's protocol)."""
     log_dir: str | None = "runs"
@@ -99,13 +100,21 @@ class TrainConfig:
         for seed in seeds:
             require_seed("seed", seed, allow_none=False)
         object.__setattr__(self, "seeds", seeds)
-        require_positive_int_fields(self, "max_len", "log_every", "checkpoint_every")
-        if self.max_len > MAX_LEN:
-            raise ValueError(f"max_len must be at most {MAX_LEN} tokens, got {self.max_len}")
+        require_positive_int_fields(self, "log_every", "checkpoint_every")
+        if self.max_len is not None:
+            require_positive_int_fields(self, "max_len")
+            if self.max_len > MAX_LEN:
+                raise ValueError(f"max_len must be at most {MAX_LEN} tokens, got {self.max_len}")
         if self.max_train_steps is not None:
             require_positive_int_fields(self, "max_train_steps")
         require_nonnegative_int("share_every", self.share_every, "steps; 0: no sharing")
 
+
+    def for_task(self, task) -> TrainConfig:
+        """This config with ``max_len`` set for ``task`` where it is None (``TEXT_MAX_LEN`` on a text task)."""
+        if self.max_len is not None:
+            return self
+        return dataclasses.replace(self, max_len=TEXT_MAX_LEN if task.text else DEFAULT_MAX_LEN)
 
     def comparable(self, algo_config: object) -> dict:
         """The settings a resumed run must share with its checkpoint (all but the budgets and outputs)."""

@@ -54,14 +54,15 @@ class Trainer:
     """
 
     def __init__(self, config: TrainConfig, team: Team | None = None):
-        self.config, self.team = config, team
         self.device = resolve_device(config.device)  # before anything is allocated there
         self.task = tasks.from_spec(config.task)
+        self.config = config = config.for_task(self.task)  # max_len for the task's kind where it is not given
+        self.team = team
         if config.log_dir is not None:
             require_writable(config.log_dir, "log dir (--log-dir)", directory=True)
         if config.checkpoint:
             require_writable(config.checkpoint, "checkpoint (--checkpoint)")
-        self.algorithm = make(config.algo, config.algo_config, config.seeds, config.max_len, self.device)
+        self.algorithm = make(config.algo, config.algo_config, config.seeds, config.max_len, self.device, self.task)
         if config.policy_out:
             if not hasattr(self.algorithm, "save_policy"):
                 raise ValueError(f"--policy-out saves an edit policy, and algorithm {config.algo!r} has none; use it "

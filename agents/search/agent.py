@@ -53,7 +53,8 @@ from .config import IslandsConfig, PPOConfig
 from .generation import IslandProposal, IslandSearch
 from .islands import Islands
 from ..policy.learner import EditLearner
-from .library import load_library
+from .knowledge import WithPieces, constant_pieces, domain, first_programs
+from .library import Library, load_library
 from .mutation import MutationConfig, MutationSearch
 from .operators import Members
 from ..policy.files import save_policy
@@ -81,19 +82,23 @@ class IslandAgent:
     """Its edits open and close brackets one at a time: a strict task runs each program without its unmatched
     brackets (``agents.run.trainer``)."""
 
-    def __init__(self, config: IslandsConfig, seeds: tuple[int, ...], max_len: int, device: torch.device):
+    def __init__(self, config: IslandsConfig, seeds: tuple[int, ...], max_len: int, device: torch.device,
+                 task: Task | None = None):
         if not isinstance(config, PPOConfig):
             config = config.ppo_config()  # the search alone: no policy children, so no learner is built
         self.config, self.max_len, self.device = config, max_len, device
         self.seeds = tuple(int(seed) for seed in seeds)
         self.programs_per_step = config.batch_size
         s = len(seeds)
-        self.fresh = fresh_source(config.fresh, min(config.initial_length, max_len))
+        kind = domain(task)  # what the search knows comes from tasks of the same kind: ints or text
+        self.fresh = fresh_source(config.fresh, min(config.initial_length, max_len), kind)
         self.search = MutationSearch(MutationConfig(config.batch_size, config.queue_size, config.max_edits,
                                                     config.initial_length), seeds, max_len, device,
                                      keep_features=config.seeded_islands > 0 or config.elite_fraction > 0,
                                      fresh=self.fresh)
-        library = load_library(config.library)
+        library = load_library(config.library, kind)
+        if library is not None and task is not None and task.text:  # and the constants of the task's outputs
+            library = Library(first_programs(task, library.programs, max_len) + library.programs)
         self.library_slots = 0  # the first generation's slots that hold the library's programs
         if library is not None:  # the first generation runs the known programs before fresh ones
             self.search.children = library.first_generation(self.search.children, self.search.generators)
@@ -103,8 +108,11 @@ class IslandAgent:
                                NUM_FEATURES, self.fresh)
         # the edit policy and its learner: only where it writes children (ppo), never for islands
         self.learner = EditLearner(config, self.generators, max_len, device) if config.policy_children else None
-        self.island_search = IslandSearch(config, self.learner.policy if self.learner is not None else None,
-                                          fresh_source(config.fresh, min(config.idiom_length, max_len)))
+        idioms = fresh_source(config.fresh, min(config.idiom_length, max_len), kind)
+        pieces = constant_pieces(task)
+        if pieces and config.piece_share:
+            idioms = WithPieces(pieces, idioms, config.piece_share, max_len)
+        self.island_search = IslandSearch(config, self.learner.policy if self.learner is not None else None, idioms)
         self.elitist = [config.elitist] * s  # on the host: members still in their elitist phase
         self.solved = torch.zeros(s, dtype=torch.bool, device=device)  # [S] the member wrote a solving program
         self.generations = [0] * s  # on the host: generations each member has stepped (its own clock)

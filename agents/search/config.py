@@ -59,17 +59,20 @@ class IslandsConfig:
     initial_length: int = 20
     """Fresh programs (the start, restarts) have 1 .. initial_length commands."""
     library: str = "shipped"
-    """Known programs the elitist phase's first generation runs before its fresh ones (agents/search/library.py; without the
-    elitist phase, none): 'shipped' (the unique solutions of the generated training tasks, tasks/train_solutions.txt),
-    'none' (fresh programs only) or the path of a library file (synthenv library --out: training
-    tasks' solutions and those that runs found)."""
+    """Known programs the elitist phase's first generation runs before its fresh ones (agents/search/library.py;
+    without the elitist phase, none): 'shipped' (the unique solutions of the generated training tasks of the task's
+    domain: tasks/train_solutions.txt for tasks of ints, tasks/text_solutions.txt for text tasks), 'none' (fresh
+    programs only) or the path of a library file (synthenv library --out: training tasks' solutions and those that
+    runs found). On a text task the first generation also runs the constant parts of its outputs, as programs and
+    around the library's short programs (agents/search/knowledge.py)."""
     library_kept: int = 64
     """How many of the library's programs, its best on the task, the first generation offers to the member's queue
     (beside its fresh programs); the others count only if they solve the task (0: the library is only searched for
     a solution; queue_size or more: all of them compete for the queue)."""
     fresh: str = "prior"
-    """Where fresh programs come from: 'prior' (samples of a Markov model of generated training tasks' solutions,
-    agents.search.prior: BF's idioms, loops balanced) or 'uniform' (uniform random commands)."""
+    """Where fresh programs come from: 'prior' (samples of a Markov model of the solutions of generated training
+    tasks of the task's domain, agents.search.prior: BF's idioms, loops balanced) or 'uniform' (uniform random
+    commands)."""
     max_edits: int = 3
     """E, a variant makes 1 .. max_edits point edits (random variants: uniform; policy: learned)."""
     splice_fraction: float = 0.1
@@ -80,6 +83,9 @@ class IslandsConfig:
     window no longer than it (0: none)."""
     idiom_length: int = 8
     """The longest idiom idiom_fraction puts into a parent, in commands."""
+    piece_share: float = 0.25
+    """On a text task, the share of idioms that are a piece of code printing a constant part of its outputs (what
+    every output starts with, ends with or is: agents/search/knowledge.py) instead of a fresh program."""
     elite_fraction: float = 0.0
     """Share of each generation made by random variants of the member's queue (its best unique programs
     across islands and generations): an elitist mutation search, as the mutation baseline does, beside the
@@ -92,7 +98,8 @@ class IslandsConfig:
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "batch_size", "islands", "island_size", "patience", "initial_length",
                                     "max_edits", "queue_size", "elitist_patience", "islands_every", "idiom_length")
-        require_finite_fields(self, "splice_fraction", "idiom_fraction", "seeded_islands", low=0.0, high=1.0)
+        require_finite_fields(self, "splice_fraction", "idiom_fraction", "seeded_islands", "piece_share", low=0.0,
+                              high=1.0)
         require_finite_fields(self, "elite_fraction", low=0.0, high=1.0, high_open=True)
         share = self.batch_size - self.elite_variants
         if share % self.islands or share < self.islands:

@@ -42,9 +42,10 @@ from synthenv.language import COMMANDS, encode_batch
 from ..run.data import run_solutions
 from .variation import member_uniform
 
-SHIPPED = known.TRAIN_SOLUTIONS
-"""The library shipped in the package, ``tasks/train_solutions.txt`` (BENCHMARKS.md: the command that reproduces
-it); ``tasks.known.seen`` asks whether one of its programs solves a task."""
+SHIPPED = {"int": known.TRAIN_SOLUTIONS, "text": known.TEXT_SOLUTIONS}
+"""The libraries shipped in the package, one per domain (``agents.search.knowledge``): for tasks of ints,
+``tasks/train_solutions.txt``; for text tasks, ``tasks/text_solutions.txt`` (BENCHMARKS.md: the commands that
+reproduce them); ``tasks.known.seen`` asks whether a program of the first solves a task."""
 
 
 class Library:
@@ -114,10 +115,11 @@ def write_library(path: str | os.PathLike, library: Library, header: Iterable[st
     os.replace(temporary, path)
 
 
-def build_library(tasks: int, from_runs: str | os.PathLike | None = None) -> tuple[Library, dict[str, int]]:
-    """The solutions of generated training tasks 0 .. ``tasks`` - 1, then those that the runs under ``from_runs``
+def build_library(tasks: int, from_runs: str | os.PathLike | None = None,
+                  split: str = "train") -> tuple[Library, dict[str, int]]:
+    """The solutions of generated tasks 0 .. ``tasks`` - 1 of ``split``, then those that the runs under ``from_runs``
     found; with how many programs each source gave (before duplicates are dropped)."""
-    programs = [program for _, program in generated.pairs("train", 0, tasks)]
+    programs = [program for _, program in generated.pairs(split, 0, tasks)]
     counts = {"tasks": len(programs)}
     if from_runs is not None:
         solutions = run_solutions(from_runs)
@@ -132,6 +134,8 @@ class LibraryConfig:
 
     tasks: int = known.SEEN_TASKS
     """Generated training tasks 0 .. tasks - 1 whose solutions it holds (0: none)."""
+    split: str = "train"
+    """The generated split the tasks are from: train (the library of tasks of ints) or text-train (of text tasks)."""
     from_runs: str | None = None
     """A folder of runs of the default agent (synthenv train with logs): the solutions they found are added."""
     out: str = "runs/library.txt"
@@ -139,6 +143,8 @@ class LibraryConfig:
 
     def __post_init__(self) -> None:
         require_nonnegative_int("tasks", self.tasks, "generated training tasks")
+        if self.split not in ("train", "text-train"):
+            raise ValueError(f"split must be 'train' or 'text-train' (the training splits), got {self.split!r}")
         if not self.tasks and self.from_runs is None:
             raise ValueError("tasks=0 and no from_runs leaves the library empty; give tasks > 0 or from_runs")
 
@@ -146,13 +152,13 @@ class LibraryConfig:
 def make_library(config: LibraryConfig, log=print) -> Library:
     """Build the library ``config`` names, write it to ``config.out`` with a header; returns it."""
     started = time.perf_counter()
-    library, counts = build_library(config.tasks, config.from_runs)
+    library, counts = build_library(config.tasks, config.from_runs, config.split)
     if not len(library):
         raise UserError(f"the runs under {config.from_runs!r} solved no task, and tasks=0: the library would be "
                         "empty; give tasks > 0 or runs that solved")
-    command = f"synthenv library --tasks {config.tasks}" + \
+    command = f"synthenv library --tasks {config.tasks}" + (f" --split {config.split}" if config.split != "train" else "") + \
         (f" --from-runs {config.from_runs}" if config.from_runs is not None else "") + f" --out {config.out}"
-    sources = f"the solutions of generated training tasks 0-{config.tasks - 1}" if config.tasks else ""
+    sources = f"the solutions of generated {config.split} tasks 0-{config.tasks - 1}" if config.tasks else ""
     if config.from_runs is not None:
         sources += (" and " if sources else "") + f"{counts['runs']} solutions found by runs under {config.from_runs}"
     write_library(config.out, library, [f"{len(library)} unique programs: {sources}.", command])
@@ -160,17 +166,17 @@ def make_library(config: LibraryConfig, log=print) -> Library:
     return library
 
 
-def load_library(name: str) -> Library | None:
-    """The library ``IslandsConfig.library`` names: the shipped one (read once per process), None for ``none``, or a
-    library file."""
+def load_library(name: str, domain: str = "int") -> Library | None:
+    """The library ``IslandsConfig.library`` names: the one shipped for ``domain`` (read once per process), None for
+    ``none``, or a library file."""
     if name == "none":
         return None
-    return _shipped() if name == "shipped" else read_library(name)
+    return _shipped(domain) if name == "shipped" else read_library(name)
 
 
 @functools.cache
-def _shipped() -> Library:
-    return Library(known.train_solutions())  # the package's own file, read once for known.seen too
+def _shipped(domain: str) -> Library:
+    return Library(known.solutions_in(SHIPPED[domain]))  # the package's own file, read once for known.seen too
 
 
 def require_library(name: str, value: object) -> None:

@@ -43,7 +43,10 @@ MAX_ORDER = 4
 """The longest context a prior may have (its table has 10 ** order rows)."""
 FORMAT, VERSION = "synthenv-program-prior", 1
 SHIPPED = Path(__file__).resolve().parent / "program_prior.pt"
-"""The prior shipped in the package (BENCHMARKS.md: the command that reproduces it)."""
+"""The prior shipped in the package for tasks of ints (BENCHMARKS.md: the command that reproduces it)."""
+SHIPPED_TEXT = Path(__file__).resolve().parent / "text_prior.pt"
+"""The prior shipped for text tasks: of the solutions of text training tasks."""
+DOMAIN_PRIORS = {"int": SHIPPED, "text": SHIPPED_TEXT}
 
 
 def check_order(order: int) -> None:
@@ -132,9 +135,9 @@ class PriorPrograms:
         return torch.nn.functional.pad(pool[picks], (0, max_len - pool.shape[1]), value=EOS)
 
 
-def generated_prior(tasks: int, order: int = 2, smoothing: float = 0.1) -> ProgramPrior:
-    """The prior of the solutions of generated training tasks 0 .. ``tasks`` - 1."""
-    return ProgramPrior.fit([generated.generate("train", i).program for i in range(tasks)], order, smoothing)
+def generated_prior(tasks: int, order: int = 2, smoothing: float = 0.1, split: str = "train") -> ProgramPrior:
+    """The prior of the solutions of generated tasks 0 .. ``tasks`` - 1 of ``split``."""
+    return ProgramPrior.fit([generated.generate(split, i).program for i in range(tasks)], order, smoothing)
 
 
 def save_prior(path: str | os.PathLike, prior: ProgramPrior, card: dict) -> None:
@@ -154,16 +157,17 @@ def load_prior(path: str | os.PathLike = SHIPPED) -> tuple[ProgramPrior, dict]:
         raise CheckpointError(f"{str(path)!r} holds no prior this synthenv reads ({error}); {fix}") from None
 
 
-@functools.lru_cache(maxsize=4)
-def prior_programs(longest: int) -> PriorPrograms:
-    """The shipped prior's pool of fresh programs of at most ``longest`` commands (drawn once per process)."""
-    return PriorPrograms(load_prior()[0], longest)
+@functools.lru_cache(maxsize=8)
+def prior_programs(longest: int, domain: str = "int") -> PriorPrograms:
+    """The pool of fresh programs of at most ``longest`` commands of the prior shipped for ``domain`` (drawn once per
+    process)."""
+    return PriorPrograms(load_prior(DOMAIN_PRIORS[domain])[0], longest)
 
 
-def fresh_source(fresh: str, longest: int):
+def fresh_source(fresh: str, longest: int, domain: str = "int"):
     """What draws fresh programs of at most ``longest`` commands (``variation.random_programs``' arguments):
-    the shipped prior's pool for ``fresh='prior'``, uniform random commands for ``'uniform'``."""
-    return prior_programs(longest) if fresh == "prior" else random_programs
+    the pool of the prior shipped for ``domain`` for ``fresh='prior'``, uniform random commands for ``'uniform'``."""
+    return prior_programs(longest, domain) if fresh == "prior" else random_programs
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,8 @@ class PriorConfig:
 
     tasks: int = 2000
     """Generated training tasks 0 .. tasks - 1 whose solutions are counted."""
+    split: str = "train"
+    """The generated split the tasks are from: train (the prior of tasks of ints) or text-train (of text tasks)."""
     order: int = 2
     """Commands of context (1 .. 4)."""
     smoothing: float = 0.1
@@ -182,18 +188,21 @@ class PriorConfig:
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "tasks")
         check_order(self.order)
-        require_finite_fields(self, "smoothing", low=0.0)
+        require_finite_fields(self, "smoothing", low=0.0, low_open=True)
+        if self.split not in ("train", "text-train"):
+            raise ValueError(f"split must be 'train' or 'text-train' (the training splits), got {self.split!r}")
 
 
 def fit_prior(config: PriorConfig, log=print) -> dict:
     """Fit the prior ``config`` names and write it to ``config.out`` with its card; returns the card."""
     started = time.perf_counter()
-    prior = generated_prior(config.tasks, config.order, config.smoothing)
-    card = {"tasks": config.tasks, "order": config.order, "smoothing": config.smoothing,
+    prior = generated_prior(config.tasks, config.order, config.smoothing, config.split)
+    split = f" --split {config.split}" if config.split != "train" else ""
+    card = {"tasks": config.tasks, "split": config.split, "order": config.order, "smoothing": config.smoothing,
             "seconds": round(time.perf_counter() - started, 1),
-            "command": f"synthenv fit-prior --tasks {config.tasks} --order {config.order} "
+            "command": f"synthenv fit-prior --tasks {config.tasks}{split} --order {config.order} "
                        f"--smoothing {config.smoothing} --out {config.out}"}
     save_prior(config.out, prior, card)
-    log(f"wrote {config.out}: an order-{config.order} prior of the solutions of {config.tasks} generated training "
+    log(f"wrote {config.out}: an order-{config.order} prior of the solutions of {config.tasks} generated {config.split} "
         f"tasks, in {card['seconds']} s")
     return card

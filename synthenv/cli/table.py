@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from synthenv import agents, distributed
 from synthenv.compilers import DEFAULT_BACKEND
-from synthenv.language import DEFAULT_MAX_LEN
 from synthenv.table import Budget, Grid, cell_keys, fill, train_cell
 
 DEFAULT_TASKS = ("print-hello", "reverse-tune", "remove-char-tune", "shift-left", "echo-second-seq", "add",
@@ -54,8 +53,8 @@ class TableCommand:
     """Engine."""
     device: str = "cpu"
     """Torch device."""
-    max_len: int = DEFAULT_MAX_LEN
-    """The most tokens a program may have."""
+    max_len: int | None = None
+    """The most tokens a program may have; None: 100 on a task of ints, 256 on a text task."""
     out: str = "runs/table"
     """Output prefix: writes {out}.md and {out}.json."""
     plot: str | None = None

@@ -14,8 +14,10 @@ class TasksCommand:
 
     suite: Literal["all", "paper", "tuning", "starter", "user"] = "all"
     """Which tasks: the 26 paper tasks, the 2 tuning tasks, the starter tasks, user-registered ones, or all."""
-    generated: Optional[Literal["train", "test"]] = None
-    """List generated tasks of this split instead of the registered ones."""
+    generated: Optional[Literal["train", "test", "tune", "text-train", "text-tune", "text-test", "beyond-tune",
+                                "beyond-test"]] = None
+    """List generated tasks of this split instead of the registered ones (text-*: text tasks; beyond-*: families the
+    training split never samples)."""
     count: int = 10
     """How many generated tasks to list (with --generated)."""
     start: int = 0
@@ -55,7 +57,8 @@ class TasksCommand:
         print(f"{'task':<{width}}  base  cases  {'family':<{family_width}}  program")
         for r in rows:
             print(f"{r.task.name:<{width}}  {r.task.base:>4}  {r.task.num_cases:>5}  {r.family:<{family_width}}  "
-                  f"{r.program}")
+                  f"{r.program}" + (f"   e.g. {r.task.show(r.task.cases[0][0])} -> {r.task.show(r.task.cases[0][1])}"
+                                    if r.task.text else ""))
         return 0
 
 

@@ -47,7 +47,8 @@ class Budget:
     """Wall-clock seconds per cell (its K seeds together); None: no time limit."""
     seeds: int
     """K, runs per cell (seeds first_seed .. first_seed + K - 1)."""
-    max_len: int
+    max_len: int | None
+    """L (None: each task's kind's default, ``TrainConfig.for_task``)."""
     backend: str
     engine: str
     device: str
