@@ -165,3 +165,41 @@ void synthenv_canonical_programs(const long long *tokens, i64 n, i64 length, lon
         for (; j < length; j++) dst[j] = 0;
     }
 }
+
+/* compilers.traditional.drop_unmatched_brackets for int64 CPU rows: each row's program (its tokens up to the first
+ * id outside 1..8) without its unmatched brackets (PQT's rule: a `]` with no open `[`, a `[` never closed), then
+ * EOS. stack: n_threads x length scratch. */
+void synthenv_drop_unmatched(const long long *tokens, i64 n, i64 length, long long *out, int num_threads) {
+    if (num_threads <= 0) num_threads = omp_get_max_threads();
+#pragma omp parallel num_threads(num_threads)
+    {
+        i32 *stack = (i32 *)malloc(sizeof(i32) * (size_t)(length + 1));
+        u8_t *drop = (u8_t *)malloc((size_t)(length + 1));
+#pragma omp for schedule(static)
+        for (i64 r = 0; r < n; r++) {
+            const long long *row = tokens + r * length;
+            long long *dst = out + r * length;
+            i64 len = 0, depth = 0, j = 0;
+            if (!stack || !drop) { /* no scratch: the program as it is, still canonical */
+                for (; j < length && row[j] > 0 && row[j] <= T_IN; j++) dst[j] = row[j];
+                for (; j < length; j++) dst[j] = 0;
+                continue;
+            }
+            while (len < length && row[len] > 0 && row[len] <= T_IN) len++;
+            for (i64 i = 0; i < len; i++) {
+                drop[i] = 0;
+                if (row[i] == T_OPEN) stack[depth++] = (i32)i;
+                else if (row[i] == T_CLOSE) {
+                    if (depth) depth--;
+                    else drop[i] = 1;
+                }
+            }
+            for (i64 d = 0; d < depth; d++) drop[stack[d]] = 1;
+            for (i64 i = 0; i < len; i++)
+                if (!drop[i]) dst[j++] = row[i];
+            for (; j < length; j++) dst[j] = 0;
+        }
+        free(stack);
+        free(drop);
+    }
+}

@@ -218,8 +218,8 @@ def emit(
 
 
 LIBRARY = native_build.register(__name__, ["traditional.c"], beside=__file__,
-                                exports=("synthenv_compile", "synthenv_canonical_programs"))
-"""The passes in C (``traditional.c``) and ``canonical_programs`` for int64 CPU rows."""
+                                exports=("synthenv_compile", "synthenv_canonical_programs", "synthenv_drop_unmatched"))
+"""The passes in C (``traditional.c``), ``canonical_programs`` and ``drop_unmatched_brackets`` for int64 CPU rows."""
 
 
 def compile_native(tokens: torch.Tensor, num_threads: int = 0) -> Program:
@@ -301,3 +301,44 @@ class TraditionalCompiler:
         classes, partner = match_brackets(lexed.classes)
         loops = find_counted_loops(classes, partner, lexed) if self.counted_loops else None
         return emit(classes, partner, lexed, loops, self.fold)
+
+
+def drop_unmatched_brackets(tokens: torch.Tensor, impl: str = "auto") -> torch.Tensor:
+    """``[N, L]`` programs without their unmatched brackets (PQT's rule, docs/semantics.md §1), EOS after.
+
+    Under PQT's lenient brackets an unmatched bracket is a one-step no-op, so the program without it prints
+    the same in every dialect of lenient brackets, in fewer steps; and it is balanced, so that it runs under
+    strict brackets too. Search agents write programs in the lenient space and hand a strict task this form
+    of each (``agents.run.trainer``). Tensor ops on the tokens' device, no host sync; on the CPU the same in C
+    (``traditional.c``, one pass a row; tests/test_compiler.py checks that they agree).
+
+    >>> from synthenv.language import encode_batch
+    >>> drop_unmatched_brackets(encode_batch(["]+[.]]", "[[-]", "+"])).tolist()
+    [[3, 5, 7, 6, 0, 0], [5, 4, 6, 0, 0, 0], [3, 0, 0, 0, 0, 0]]
+    """
+    if impl != "torch" and tokens.device.type == "cpu" and tokens.dtype == torch.int64 and LIBRARY.is_available():
+        tokens = tokens.contiguous()
+        out = torch.empty_like(tokens)
+        _native_drop()(tokens.data_ptr(), tokens.shape[0], tokens.shape[1], out.data_ptr(), 0)
+        return out
+    tokens = lang.canonical_programs(tokens)  # [N, L]
+    alive = tokens != lang.EOS
+    is_open, is_close = tokens == lang.OPEN, tokens == lang.CLOSE
+    raw = (is_open.long() - is_close.long()).cumsum(1)  # [N, L]
+    floor = raw.clamp(max=0).cummin(1).values  # a `]` that takes the depth to a new low has no `[`
+    prev_floor = torch.nn.functional.pad(floor[:, :-1], (1, 0))
+    close_ok = is_close & (floor == prev_floor)
+    depth = (is_open.long() - close_ok.long()).cumsum(1)  # [N, L] with the matched `]` only
+    # an `[` is matched when the depth later falls below its own level (what it opened)
+    later_low = torch.nn.functional.pad(depth.flip(1).cummin(1).values.flip(1)[:, 1:], (0, 1), value=2**40)
+    open_ok = is_open & (later_low < depth)
+    keep = alive & ~(is_open & ~open_ok) & ~(is_close & ~close_ok)  # [N, L]
+    slot = torch.where(keep, keep.long().cumsum(1) - 1, tokens.shape[1])  # where each kept token goes
+    out = torch.zeros((tokens.shape[0], tokens.shape[1] + 1), dtype=tokens.dtype, device=tokens.device)
+    return out.scatter_(1, slot, torch.where(keep, tokens, lang.EOS))[:, :-1]
+
+
+@functools.lru_cache(maxsize=1)
+def _native_drop():
+    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+    return LIBRARY.bind("synthenv_drop_unmatched", [p, i64, i64, p, i32], None)

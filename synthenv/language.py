@@ -72,34 +72,6 @@ def canonical_programs(actions: torch.Tensor) -> torch.Tensor:
     return torch.where(alive, actions.long(), EOS)
 
 
-def drop_unmatched_brackets(tokens: torch.Tensor) -> torch.Tensor:
-    """``[N, L]`` programs without their unmatched brackets (PQT's rule, docs/semantics.md §1), EOS after.
-
-    Under PQT's lenient brackets an unmatched bracket is a one-step no-op, so the program without it prints
-    the same in every dialect of lenient brackets, in fewer steps; and it is balanced, so that it runs under
-    strict brackets too. Search agents write programs in the lenient space and hand a strict task this form
-    of each (``agents.run.trainer``). Tensor ops on the tokens' device, no host sync.
-
-    >>> drop_unmatched_brackets(encode_batch(["]+[.]]", "[[-]", "+"])).tolist()
-    [[3, 5, 7, 6, 0, 0], [5, 4, 6, 0, 0, 0], [3, 0, 0, 0, 0, 0]]
-    """
-    tokens = canonical_programs(tokens)  # [N, L]
-    alive = tokens != EOS
-    is_open, is_close = tokens == OPEN, tokens == CLOSE
-    raw = (is_open.long() - is_close.long()).cumsum(1)  # [N, L]
-    floor = raw.clamp(max=0).cummin(1).values  # a `]` that takes the depth to a new low has no `[`
-    prev_floor = torch.nn.functional.pad(floor[:, :-1], (1, 0))
-    close_ok = is_close & (floor == prev_floor)
-    depth = (is_open.long() - close_ok.long()).cumsum(1)  # [N, L] with the matched `]` only
-    # an `[` is matched when the depth later falls below its own level (what it opened)
-    later_low = torch.nn.functional.pad(depth.flip(1).cummin(1).values.flip(1)[:, 1:], (0, 1), value=2**40)
-    open_ok = is_open & (later_low < depth)
-    keep = alive & ~(is_open & ~open_ok) & ~(is_close & ~close_ok)  # [N, L]
-    slot = torch.where(keep, keep.long().cumsum(1) - 1, tokens.shape[1])  # where each kept token goes
-    out = torch.zeros((tokens.shape[0], tokens.shape[1] + 1), dtype=tokens.dtype, device=tokens.device)
-    return out.scatter_(1, slot, torch.where(keep, tokens, EOS))[:, :-1]
-
-
 class Status(enum.IntEnum):
     """Outcome of running one program on one test case (a bad program is data, not an error).
 

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from strategies import idiom_programs, loop_heavy_programs, uniform_programs
+from native import require_native
 from synthenv import reference, workloads
 from synthenv.compilers.traditional import TraditionalCompiler, compile_native, lex, match_brackets
 from synthenv.ir import Op, decompile, equal
@@ -172,3 +173,15 @@ def test_c_compiler_edge_cases():
         assert bool(equal(got, want).all()) and torch.equal(got.num_ops, want.num_ops)
     with pytest.raises(ValueError, match=r"\[N, L\]"):
         compile_native(torch.zeros(5, dtype=torch.int64))
+
+
+def test_dropping_unmatched_brackets_in_c_equals_the_torch_passes():
+    """drop_unmatched_brackets: the C pass (CPU int64 rows) and the data-parallel torch passes agree, on random
+    programs with ids out of range too (they end a program, as EOS does)."""
+    from synthenv.compilers.traditional import LIBRARY, drop_unmatched_brackets
+
+    require_native(LIBRARY)
+    for workload in ("uniform", "loop_heavy", "near"):
+        tokens = workloads.make(workload, 500, seed=9)
+        tokens[::7, 5] = 11  # an id out of range ends the program
+        assert torch.equal(drop_unmatched_brackets(tokens), drop_unmatched_brackets(tokens, impl="torch"))

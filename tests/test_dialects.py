@@ -18,7 +18,8 @@ from synthenv.agents import TrainConfig
 from synthenv.cli import main
 from synthenv.dialect import ESOLANG, PQT, STANDARD
 from synthenv.env import SynthVecEnv
-from synthenv.language import Status, decode_batch, drop_unmatched_brackets, encode_batch
+from synthenv.compilers.traditional import drop_unmatched_brackets
+from synthenv.language import Status, decode_batch, encode_batch
 from synthenv.tasks import Task
 
 FIRST_LAST = Task.from_pairs("first-last", [("abcde", "a e"), ("X", "X X"), ("hello", "h o"), ("ab", "a b"),

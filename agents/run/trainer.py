@@ -34,7 +34,7 @@ from synthenv.checkpoint import RESUME_FIX, CheckpointError, load_checkpoint, re
 from synthenv.checks import require_writable, resolve_device
 from synthenv.distributed import Team, rank_checkpoint, resume_checkpoint
 from synthenv.env import SynthVecEnv
-from synthenv.language import drop_unmatched_brackets
+from synthenv.compilers.traditional import drop_unmatched_brackets
 
 from ..search.members import MemberMasks
 from .logger import batch_statistics
