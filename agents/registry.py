@@ -68,6 +68,18 @@ def make(algo: str, config, seeds: tuple[int, ...], max_len: int, device, task=N
     return factory(config, tuple(seeds), max_len, device, **({"task": task} if reads_task else {}))
 
 
+def check_files(config) -> None:
+    """Read the files ``config`` names (an edit policy, a library) now, so that a missing or bad one is refused
+    before any work is done (``synthenv table`` checks every column before its first cell)."""
+    from .policy.files import load_policy, policy_path
+    from .search.library import load_library
+
+    if isinstance(getattr(config, "policy", None), str) and (path := policy_path(config.policy)) is not None:
+        load_policy(path)
+    if isinstance(getattr(config, "library", None), str) and config.library not in ("shipped", "none"):
+        load_library(config.library)
+
+
 TRUE_WORDS = ("True", "true", "1")
 FALSE_WORDS = ("False", "false", "0")
 

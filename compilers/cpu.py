@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from synthenv import reference
+from synthenv import deadline, reference
 from synthenv.execution import Execution
 from synthenv.language import Status, decode_batch
 from synthenv.tasks import Task
@@ -45,6 +45,7 @@ class CPUPipeline:
         steps = [[0] * num_cases for _ in programs]
         for i, code in enumerate(programs):
             for k, (inputs, _) in enumerate(task.cases):
+                deadline.check()
                 outcome = reference.run(code, inputs, task.base, task.max_steps, task.dialect)
                 printed = task.dialect.judged(outcome.output)  # without trailing whitespace under rstrip
                 kept = list(printed[:num_outputs])

@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from synthenv import language as lang
+from synthenv import storage
 from synthenv.checks import require_positive_int
 from synthenv.ir import Program
 from synthenv.syncpoints import sync_point
@@ -44,8 +45,8 @@ FORMAT = "synthenv-neural-compiler/1"
 def save_weights(model: PointerTagger, path: str | Path, metadata: dict | None = None) -> None:
     """Write a model's config and weights (loadable with ``torch.load(weights_only=True)``)."""
     state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-    torch.save({"format": FORMAT, "config": asdict(model.config), "state_dict": state,
-                "metadata": dict(metadata or {})}, Path(path))
+    document = {"format": FORMAT, "config": asdict(model.config), "state_dict": state, "metadata": dict(metadata or {})}
+    storage.write_atomic(path, lambda f: torch.save(document, f), "neural-compiler weights")
 
 
 def load_model(path: str | Path | None = None) -> PointerTagger:
@@ -164,8 +165,11 @@ class NeuralCompiler:
         """
         if tokens.dim() != 2:
             raise ValueError(f"tokens must have shape [N, L], got {tuple(tokens.shape)}")
-        model = self.model(tokens.device)
         num, length = tokens.shape
+        if length == 0:  # empty programs: nothing to tag, and nothing a model could get wrong
+            empty = torch.empty((num, 0), dtype=torch.int64, device=tokens.device)
+            return empty, empty.clone(), torch.ones(num, dtype=torch.bool, device=tokens.device)
+        model = self.model(tokens.device)
         on_cpu = tokens.device.type == "cpu"
         static = self.static_shapes if self.static_shapes is not None else not (on_cpu or self.sync_width)
         if static:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+import dataclasses
 from dataclasses import dataclass
 from typing import Union
 
@@ -65,6 +66,11 @@ class ScoreResult:
         return self.outputs[program, case, :length].tolist()
 
 
+SCORE_CHUNK_TOKENS = 2**24
+"""``score`` evaluates a batch of more tokens than this (16 777 216: 167 772 programs of 100 tokens) in parts of at
+most this many, so that the compiled code and the engine's state of one part fit in memory; each program's
+result does not depend on the part it is in."""
+
 PROGRAM_TYPES = ("BF strings (a list of str or bytes) or token ids (an [N, L] integer torch.Tensor or numpy "
                  "array, or a list of int lists; 0 = EOS, 1..8 = '><+-[].,')")
 """What ``score`` accepts as ``programs``, as its errors say."""
@@ -98,16 +104,20 @@ def as_tokens(programs: Programs, device: torch.device | str | None = None) -> t
         tokens = _checked_tensor(programs)
     elif isinstance(programs, Sequence):
         try:
-            tokens = encode_batch(programs)
+            tokens = encode_batch(programs, max_length=MAX_LEN)
         except TypeError as error:
             raise TypeError(f"{error}; programs must be {PROGRAM_TYPES}") from None
     else:
         raise TypeError(f"programs must be {PROGRAM_TYPES}, got {type(programs).__name__}"
                         + ("; pass a list, e.g. list(programs)" if isinstance(programs, Iterable) else ""))
     if tokens.shape[1] > MAX_LEN:
-        raise ValueError(f"programs have {tokens.shape[1]} tokens, more than the {MAX_LEN} that synthenv accepts "
-                         "(synthenv.language.MAX_LEN, to bound memory); shorten them or drop trailing EOS padding")
+        raise ValueError(_too_long(tokens.shape[1]))
     return tokens.to(device) if device is not None else tokens
+
+
+def _too_long(length: int) -> str:
+    return (f"programs have {length} tokens, more than the {MAX_LEN} that synthenv accepts (synthenv.language."
+            "MAX_LEN, to bound memory); shorten them or drop trailing EOS padding")
 
 
 def _checked_tensor(programs: torch.Tensor) -> torch.Tensor:
@@ -139,6 +149,8 @@ def _from_numpy(array: np.ndarray) -> torch.Tensor | list:
 def _from_id_lists(rows: Sequence) -> torch.Tensor:
     """A list of token-id lists -> an EOS-padded ``[N, L]`` tensor, converted exactly."""
     lengths = [len(row) for row in rows]
+    if max(lengths) > MAX_LEN:  # before anything of [N, L] is built
+        raise ValueError(_too_long(max(lengths)))
     flat = [token for row in rows for token in row]
     bad = [t for t in flat if not isinstance(t, (int, np.integer)) or isinstance(t, (bool, np.bool_))][:1]
     if bad:
@@ -191,5 +203,13 @@ def score(
         raise ValueError(f"num_outputs must be an int >= {task.max_output_length} (the task's longest output), "
                          f"got {num_outputs!r}")
     evaluator = Evaluator.create(backend, engine, device)
-    execution, scores = evaluator(tokens.to(device), task, num_outputs)
+    tokens = tokens.to(device)
+    chunk = max(1, SCORE_CHUNK_TOKENS // max(1, tokens.shape[1]))
+    if tokens.shape[0] <= chunk:
+        return ScoreResult.build(*evaluator(tokens, task, num_outputs), task)
+    num_outputs = max(1, task.max_output_length) if num_outputs is None else num_outputs  # one O for every part
+    parts = [evaluator(tokens[first : first + chunk], task, num_outputs) for first in range(0, len(tokens), chunk)]
+    execution = Execution(*(torch.cat([getattr(e, field.name) for e, _ in parts])
+                            for field in dataclasses.fields(Execution)))
+    scores = Scores(*(torch.cat([getattr(s, field.name) for _, s in parts]) for field in dataclasses.fields(Scores)))
     return ScoreResult.build(execution, scores, task)

@@ -23,6 +23,7 @@ leaves the previous checkpoint, never half a file.
 from __future__ import annotations
 
 import io
+import math
 import os
 import re
 import tempfile
@@ -34,11 +35,17 @@ import torch
 
 from synthenv.checks import resolve_device
 from synthenv.errors import UserError
+from synthenv.storage import check_destination
 
 RESUME_FIX = "resume from a checkpoint written by synthenv (synthenv train --checkpoint PATH) or start a fresh run"
 """What the user can do about a checkpoint that does not load."""
 
 _PLAIN = (bool, int, float, complex, str, bytes, type(None), torch.Tensor, torch.dtype, torch.device)
+
+
+MAX_CHECKPOINT_BYTES = 2**30
+"""The most bytes a checkpoint, policy or prior file may hold, packed or unpacked (1 GiB; the largest synthenv
+writes, a run of many members with its queues, is a few MiB): checked before anything is inflated."""
 
 
 class CheckpointError(UserError):
@@ -74,6 +81,10 @@ def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
             raise IsADirectoryError(21, "Is a directory", str(path))
+        try:
+            check_destination(path, "checkpoint")  # a device node is never replaced by a zip file
+        except UserError as error:
+            raise CheckpointError(str(error)) from None
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
         with os.fdopen(handle, "wb") as file:
             file.write(buffer.getbuffer())
@@ -141,6 +152,85 @@ def require_keys(state: dict, keys: Iterable[str], path: str | os.PathLike = "th
                                                    "version of synthenv", fix))
 
 
+def check_like(state: dict, template: dict, path: str | os.PathLike, fix: str = RESUME_FIX,
+               ranges: dict[str, tuple[int, int]] | None = None) -> None:
+    """Raise ``CheckpointError`` unless ``state`` (a loaded checkpoint) has the form of ``template`` (what this run
+    would write): the same keys, each value of the same kind (a tensor of the same dtype and shape, a bool, an int,
+    a float, a string or None; lists of the same length, or of numbers where the template's is empty); every number
+    finite and >= 0 (counts, times, settings); every integer tensor under a key of ``ranges`` within its
+    ``[low, high)``; every generator state one a generator accepts. The message names the file, the entry and the
+    fix, before anything of the state is used.
+
+    >>> check_like({"step": -1}, {"step": 0}, "run.pt")
+    Traceback (most recent call last):
+        ...
+    synthenv.checkpoint.CheckpointError: cannot load checkpoint 'run.pt': state['step'] is -1, ...
+    """
+    problem = _unlike(state, template, "state", ranges or {}, "")
+    if problem:
+        raise CheckpointError(_message(Path(path), problem, fix))
+
+
+def _unlike(value: object, template: object, where: str, ranges: dict, key: str) -> str:
+    """What makes ``value`` unlike ``template`` ('' if nothing)."""
+    if isinstance(template, dict):
+        if not isinstance(value, dict):
+            return f"{where} is a {type(value).__name__}, not a dict"
+        if not template:  # filled as a run goes (an optimizer's state): its owner checks it as it loads it
+            return ""
+        if set(value) != set(template):
+            missing = [k for k in template if k not in value]
+            extra = [k for k in value if k not in template]
+            return f"{where} lacks {missing} and has {extra} besides: it was written by another version or program"
+        return next((p for k in template if (p := _unlike(value[k], template[k], f"{where}[{k!r}]", ranges, str(k)))),
+                    "")
+    if isinstance(template, (list, tuple)):
+        if not isinstance(value, (list, tuple)):
+            return f"{where} is a {type(value).__name__}, not a list"
+        if len(template) == len(value):
+            return next((p for i, (v, t) in enumerate(zip(value, template))
+                         if (p := _unlike(v, t, f"{where}[{i}]", ranges, key))), "")
+        if template and not all(_is_number(t) for t in template):
+            return f"{where} has {len(value)} entries, this run's has {len(template)}"
+        return next((p for i, v in enumerate(value) if (p := _unlike(v, 0.0, f"{where}[{i}]", ranges, key))), "")
+    if isinstance(template, torch.Tensor):
+        if not isinstance(value, torch.Tensor):
+            return f"{where} is a {type(value).__name__}, not a tensor"
+        if value.dtype != template.dtype or value.shape != template.shape:
+            return (f"{where} is a {value.dtype} tensor of shape {tuple(value.shape)}, this run's is a "
+                    f"{template.dtype} tensor of shape {tuple(template.shape)}")
+        if key == "generators" or where.endswith("generator"):
+            try:
+                torch.Generator(device="cpu").set_state(value) if value.dtype == torch.uint8 and \
+                    value.numel() == torch.Generator().get_state().numel() else None
+            except RuntimeError:
+                return f"{where} is not a random generator's state"
+        if key in ranges and not value.dtype.is_floating_point and value.dtype != torch.bool and value.numel():
+            low, high = ranges[key]
+            least, most = int(value.min()), int(value.max())
+            if least < low or most >= high:
+                return f"{where} holds {least if least < low else most}, outside [{low}, {high - 1}]"
+        return ""
+    if isinstance(template, bool) or template is None or isinstance(template, str):
+        kind = type(template)
+        if type(value) is not kind:
+            return f"{where} is {value!r}, not a {kind.__name__}" if not isinstance(value, (dict, list, tuple)) \
+                else f"{where} is a {type(value).__name__}, not a {kind.__name__}"
+        return ""
+    if _is_number(template):
+        if not _is_number(value) or (isinstance(template, int) and not isinstance(value, int)):
+            shown = repr(value) if not isinstance(value, (dict, list, tuple, torch.Tensor)) else type(value).__name__
+            return f"{where} is {shown[:60]}, not {'an int' if isinstance(template, int) else 'a number'}"
+        if not math.isfinite(value) or value < 0:
+            return f"{where} is {value!r}, a count or time must be a finite number >= 0"
+        return ""
+    return ""
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _message(path: Path, problem: str, fix: str) -> str:
     return f"cannot load checkpoint {str(path)!r}: {problem}; {fix}"
 
@@ -158,7 +248,16 @@ def _check_archive(path: Path, fix: str) -> None:
         if not zipfile.is_zipfile(path):
             raise CheckpointError(_message(path, f"it is not a torch checkpoint ({size} bytes that are not a "
                                                  "complete zip archive: truncated, or another kind of file)", fix))
+        if size > MAX_CHECKPOINT_BYTES:
+            raise CheckpointError(_message(path, f"it is {size} bytes, more than the {MAX_CHECKPOINT_BYTES} a "
+                                                 "checkpoint may be (synthenv.checkpoint.MAX_CHECKPOINT_BYTES, "
+                                                 "docs/limits.md)", fix))
         with zipfile.ZipFile(path) as archive:
+            inflated = sum(member.file_size for member in archive.infolist())
+            if inflated > MAX_CHECKPOINT_BYTES:  # before a byte is inflated: a small file can unpack to GiBs
+                raise CheckpointError(_message(path, f"it unpacks to {inflated} bytes, more than the "
+                                                     f"{MAX_CHECKPOINT_BYTES} a checkpoint may hold (synthenv."
+                                                     "checkpoint.MAX_CHECKPOINT_BYTES, docs/limits.md)", fix))
             bad = archive.testzip()
     except CheckpointError:
         raise

@@ -34,7 +34,6 @@ elsewhere it says plainly that energy is not measured.
 from __future__ import annotations
 
 import glob
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 

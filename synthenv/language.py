@@ -128,7 +128,8 @@ def tokens_to_text(tokens: Iterable[int]) -> str:
 
 
 def encode_batch(
-    programs: Sequence[str | bytes], length: int | None = None, device: torch.device | str | None = None
+    programs: Sequence[str | bytes], length: int | None = None, device: torch.device | str | None = None,
+    max_length: int | None = None,
 ) -> torch.Tensor:
     """Encode BF strings as an EOS-padded ``[N, L]`` int64 token tensor.
 
@@ -141,6 +142,8 @@ def encode_batch(
         programs: BF source, as ``str`` or ``bytes`` (one byte per character).
         length: L; defaults to the longest program. Longer programs raise an error.
         device: where the tensor is created.
+        max_length: with ``length`` None, the most tokens a program may have (checked before the batch is
+            allocated: ``synthenv.score`` passes ``MAX_LEN``).
 
     >>> encode_batch(["+.", ","]).tolist()
     [[3, 7], [8, 0]]
@@ -163,6 +166,9 @@ def encode_batch(
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))  # [N]
     longest = int(lengths.max(initial=0))
     if length is None:
+        if max_length is not None and longest > max_length:
+            raise ValueError(f"programs have {longest} tokens, more than the {max_length} that synthenv accepts "
+                             "(synthenv.language.MAX_LEN, to bound memory); shorten them")
         length = max(longest, 1)
     elif longest > length:
         raise ValueError(f"a program has {longest} tokens, more than length={length}; raise length")

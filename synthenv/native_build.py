@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synthenv import native_cache
-from synthenv.native_cache import NativeBuildError, NativeCacheError
+from synthenv.native_cache import NativeBuildError, NativeCacheError  # noqa: F401 - re-exported
 from synthenv.registry import UnknownNameError, unknown_name_message
 
 PACKAGE = Path(__file__).resolve().parent

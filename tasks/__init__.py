@@ -161,9 +161,9 @@ def expand(specs: str | Sequence[str]) -> list[str]:
 def _expand_generated(spec: str) -> list[str]:
     if spec.startswith("generated-unseen"):
         count = spec.removeprefix("generated-unseen:")
-        if not re.fullmatch(r"[1-9][0-9]{0,5}", count):
-            raise UserError(f"the unseen test tasks are generated-unseen:<count> with count in 1 .. 999999, got "
-                            f"{spec!r}; e.g. 'generated-unseen:20'")
+        if not re.fullmatch(r"[1-9][0-9]{0,5}", count) or int(count) > generated.MAX_SUITE_TASKS:
+            raise UserError(f"the unseen test tasks are generated-unseen:<count> with count in 1 .. "
+                            f"{generated.MAX_SUITE_TASKS} (docs/limits.md), got {spec!r}; e.g. 'generated-unseen:20'")
         return [f"gen-test-{i}" for i in generated.unseen(int(count))]
     match = _GENERATED_SPEC.fullmatch(spec)
     if match is None:
@@ -175,6 +175,10 @@ def _expand_generated(spec: str) -> list[str]:
     if not start < stop <= generated.MAX_INDEX:
         raise UserError(f"{spec!r} selects no generated tasks: it needs start < stop <= 2**40, got start {start} and "
                         f"stop {stop}; e.g. 'generated-{split}:50'")
+    if stop - start > generated.MAX_SUITE_TASKS:
+        raise UserError(f"{spec!r} names {stop - start} generated tasks, more than the {generated.MAX_SUITE_TASKS} one "
+                        f"suite may (synthenv.tasks.generated.MAX_SUITE_TASKS, docs/limits.md); split it into "
+                        f"slices, e.g. 'generated-{split}:{start}:{start + generated.MAX_SUITE_TASKS}'")
     return [f"gen-{split}-{i}" for i in range(start, stop)]
 
 

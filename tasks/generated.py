@@ -73,6 +73,18 @@ from .runner import runner, solved
 from .task import Task
 
 MAX_INDEX = 2**40
+MAX_SUITE_TASKS = 10_000
+"""The most tasks one generated suite names (``generated-test:N``, ``generated-unseen:N``): each is made when
+checked, about 5 ms apiece on one core (docs/limits.md)."""
+MAX_GENERATED_TASKS = 100_000
+"""The most generated tasks one library, prior or pretraining set is built from (about 9 minutes on one core)."""
+
+
+def check_task_count(name: str, count: object, what: str) -> None:
+    """Raise ``ValueError`` unless ``count`` is an int in [0, ``MAX_GENERATED_TASKS``] (``name``: the option)."""
+    if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_GENERATED_TASKS:
+        raise ValueError(f"{name} must be an int in [0, {MAX_GENERATED_TASKS}] ({what}; synthenv.tasks.generated."
+                         f"MAX_GENERATED_TASKS, docs/limits.md), got {count!r}")
 
 
 @dataclass(frozen=True)

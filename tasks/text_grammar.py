@@ -24,7 +24,7 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .grammar import adds, choice, moves, weighted
+from .grammar import adds, choice, weighted
 from .py2random import Py2Random
 
 SHAPES = ("word", "line", "chars", "lines", "digits", "number-pair")

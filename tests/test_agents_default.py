@@ -489,7 +489,6 @@ def test_the_c_fast_path_and_the_torch_path_run_the_same_search(monkeypatch):
     restarts. (The feedback features and the edit policy's draws are computed one way in both runs: their C
     and torch versions agree only up to float rounding, tests/test_agents_feedback.py and
     tests/test_agents_variation.py.)"""
-    from synthenv import native_build
     from synthenv.agents.run import feedback
     from synthenv.agents.search import rows
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from native import require_native
-from synthenv import native_build, tasks
+from synthenv import tasks
 from synthenv.agents.run.feedback import FEATURES, feedback_features
 from synthenv.env import SynthVecEnv
 from synthenv.language import encode_batch

@@ -147,7 +147,7 @@ def test_synthenv_library_writes_training_and_run_solutions(tmp_path, capsys):
     (["library", "--tasks", "0"], ["empty"]),
     (["library", "--tasks", "1", "--from-runs", "/nowhere/at/all"], ["/nowhere/at/all"]),
     (["train", "--task", "add", "--library", "/nowhere/lib.txt", "--npe", "64", "--log-dir", "None"],
-     ["cannot read the library file '/nowhere/lib.txt' (No such file or directory); library (--library) is 'shipped'"]),
+     ["the library file '/nowhere/lib.txt' does not exist; library (--library) is 'shipped'"]),
     (["train", "--task", "add", "--library", "", "--npe", "64", "--log-dir", "None"], ["library", "'shipped'"]),
 ])
 def test_library_errors_are_one_line(capsys, tmp_path, argv, words):

@@ -105,7 +105,7 @@ def test_fit_prior_writes_the_prior_of_the_generated_tasks_solutions(tmp_path, c
     expected = ProgramPrior.fit([generated.generate("train", i).program for i in range(30)], order=1)
     assert torch.equal(prior.probs, expected.probs)
     assert card["command"].startswith("synthenv fit-prior --tasks 30 --order 1 --smoothing 0.1")
-    assert "an order-1 prior of the solutions of 30 generated training tasks" in capsys.readouterr().out
+    assert "an order-1 prior of the solutions of 30 generated train tasks" in capsys.readouterr().out
     assert main(["fit-prior", "--tasks", "0", "--out", str(tmp_path / "q.pt")]) == 2
     assert not (tmp_path / "q.pt").exists()
 

@@ -303,7 +303,6 @@ def test_the_c_edit_sampler_draws_the_edits_of_the_torch_one(members, temperatur
 @pytest.mark.parametrize("seed", range(4))
 def test_the_c_operators_equal_the_torch_ones(seed):
     """agents/search/variation.c (CPU fast path) and the torch passes (what a GPU runs) agree element for element."""
-    from synthenv import native_build
 
     require_native()
     gens = _generators(2, seed)
@@ -331,7 +330,6 @@ def test_the_c_operators_equal_the_torch_ones(seed):
 def test_top_unique_in_c_equals_torch_with_duplicates_ties_and_empty_slots(seed):
     """The selection of the queue and the islands: variation.c's hash table and sort equal the torch
     passes (first_occurrences, stable sorts) index for index, with and without a visiting order."""
-    from synthenv import native_build
 
     require_native()
     generator = torch.Generator().manual_seed(seed)

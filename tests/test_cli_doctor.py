@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from synthenv import engines, native_build, native_cache
+from synthenv import engines, native_cache
 from synthenv.cli import main
 from synthenv.engines.torch_engine import TorchEngine
 

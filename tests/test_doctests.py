@@ -6,10 +6,13 @@ import doctest
 import importlib
 import importlib.util
 import pkgutil
+import re
 from pathlib import Path
 
 import pytest
 
+PROMPT = re.compile(r"^\s*>>> ", re.MULTILINE)
+"""A doctest prompt opens a line; a BF string such as ``">>>"`` inside code does not."""
 PACKAGES = ("synthenv", "synthenv.compilers", "synthenv.tasks", "synthenv.agents")
 
 
@@ -23,7 +26,7 @@ def _modules() -> list[str]:
             if info.name.split(".")[1] in ("compilers", "tasks", "agents") and package == "synthenv":
                 continue
             names.append(info.name)
-    return sorted(name for name in set(names) if ">>>" in Path(importlib.util.find_spec(name).origin).read_text())
+    return sorted(name for name in set(names) if PROMPT.search(Path(importlib.util.find_spec(name).origin).read_text()))
 
 
 @pytest.mark.parametrize("name", _modules())

@@ -68,14 +68,47 @@ def load_policy(path: str | os.PathLike, option: str = "--policy") -> PolicyFile
                             fix=fix)
     if state.get("format") != FORMAT or state.get("version") != VERSION:
         raise CheckpointError(f"{str(path)!r} is not a synthenv edit-policy file (version {VERSION}); {fix}")
+    if not isinstance(state["features"], (list, tuple)):
+        raise CheckpointError(f"{str(path)!r}: 'features' is a {type(state['features']).__name__}, not a list of "
+                              f"feature names; {fix}")
     if list(state["features"]) != list(FEATURES):
         raise CheckpointError(f"{str(path)!r} reads the features {list(state['features'])}, this synthenv computes "
                               f"{list(FEATURES)}; {fix}")
+    if not isinstance(state["editor"], dict):
+        raise CheckpointError(f"{str(path)!r}: 'editor' is a {type(state['editor']).__name__}, not the architecture's "
+                              f"fields; {fix}")
     try:
         editor = EditorConfig(**state["editor"])
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{str(path)!r} has an unreadable architecture ({error}); {fix}") from None
-    return PolicyFile(editor, dict(state["parameters"]), dict(state.get("card", {})))
+    parameters, card = state["parameters"], state.get("card", {})
+    if not isinstance(parameters, dict):
+        raise CheckpointError(f"{str(path)!r}: 'parameters' is a {type(parameters).__name__}, not a dict of tensors; "
+                              f"{fix}")
+    if not isinstance(card, dict):
+        raise CheckpointError(f"{str(path)!r}: 'card' is a {type(card).__name__}, not a dict; {fix}")
+    expected = _parameter_shapes(editor)
+    if set(parameters) != set(expected):
+        missing, extra = sorted(set(expected) - set(parameters)), sorted(set(parameters) - set(expected), key=str)
+        raise CheckpointError(f"{str(path)!r} does not hold the parameters of its architecture (missing {missing}, "
+                              f"unexpected {extra}); {fix}")
+    for name, shape in expected.items():
+        value = parameters[name]
+        if not isinstance(value, torch.Tensor) or not value.dtype.is_floating_point:
+            kind = f"a {value.dtype} tensor" if isinstance(value, torch.Tensor) else f"a {type(value).__name__}"
+            raise CheckpointError(f"{str(path)!r}: parameter {name!r} is {kind}, not a float tensor; {fix}")
+        if tuple(value.shape) != shape:
+            raise CheckpointError(f"{str(path)!r}: parameter {name!r} has shape {tuple(value.shape)}, its architecture's "
+                                  f"is {shape}; {fix}")
+        if not bool(torch.isfinite(value).all()):
+            raise CheckpointError(f"{str(path)!r}: parameter {name!r} holds NaN or infinite weights; {fix}")
+    return PolicyFile(editor, dict(parameters), dict(card))
+
+
+def _parameter_shapes(editor: EditorConfig) -> dict[str, tuple[int, ...]]:
+    """One member's parameter shapes of an edit policy of architecture ``editor``."""
+    policy = EditPolicy(editor, 1, len(FEATURES), [torch.Generator()], torch.device("cpu"))
+    return {name: tuple(value.shape[1:]) for name, value in policy.named_parameters()}
 
 
 def start_policy(policy: EditPolicy, file: PolicyFile, path: str | os.PathLike,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from synthenv.checks import require_finite_fields, require_positive_int_fields
+from synthenv.checks import require_finite_fields
 
 from ..run.feedback import Feedback
 from ..search.members import generator_states, load_generator_states, member_generators

@@ -31,7 +31,7 @@ import torch
 
 from synthenv.bench import hardware, hardware_caption
 from synthenv.checks import require_finite_fields, require_nonnegative_int, require_positive_int_fields, require_seed
-from synthenv.language import DEFAULT_MAX_LEN
+from synthenv.language import DEFAULT_MAX_LEN, MAX_LEN
 from synthenv.pipeline import Evaluator
 from synthenv.tasks import generated
 
@@ -120,6 +120,11 @@ class PretrainConfig:
 
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "tasks", "validation_tasks", "batch_size", "max_len", "steps")
+        generated.check_task_count("tasks", self.tasks, "generated training tasks")
+        generated.check_task_count("validation_tasks", self.validation_tasks, "generated test tasks")
+        if self.max_len > MAX_LEN:
+            raise ValueError(f"max_len must be an int in [1, {MAX_LEN}] (synthenv.language.MAX_LEN, docs/limits.md), "
+                             f"got {self.max_len}; the default agent writes {DEFAULT_MAX_LEN}-token programs")
         require_nonnegative_int("corruptions", self.corruptions)
         if not self.corruptions and self.from_runs is None:
             raise ValueError("pretraining needs examples: set corruptions above 0, or from_runs")

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import torch
 
-from synthenv.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from synthenv.checkpoint import CheckpointError, check_like, load_checkpoint, save_checkpoint
 from synthenv.dialect import PQT
 from synthenv.errors import UserError
+from synthenv.language import COMMANDS, VOCAB_SIZE
 from synthenv.tasks import Task
 from synthenv.tasks.files import task_document, task_from_document
 
@@ -28,7 +29,7 @@ from .feedback import NUM_FEATURES
 from ..search.operators import EDIT_FIELDS
 from ..pretraining.repair import RepairSet
 from ..search.queue import ProgramQueue
-from ..search.variation import Edits
+from ..search.variation import NUM_KINDS, Edits
 
 FORMAT = "synthenv-run-data"
 VERSION = 1
@@ -58,11 +59,24 @@ def load_run_data(path: str | os.PathLike, max_len: int) -> tuple[RepairSet, Tas
     """One file: its improving edits (as repair examples of width ``max_len``), its task and its solution."""
     state = _read(path, "task", "parents", "edits")
     task = _task(state["task"], path)
-    parents = state["parents"]
-    if parents.dim() != 2 or state["features"].shape[-1:] != (NUM_FEATURES,) or parents.shape[1] > max_len:
+    parents, features, stored = state["parents"], state.get("features"), state["edits"]
+    if not all(isinstance(t, torch.Tensor) for t in (parents, features)) or not isinstance(stored, dict) or \
+            not all(isinstance(stored.get(name), torch.Tensor) for name in EDIT_FIELDS):
+        raise CheckpointError(f"{str(path)!r}: 'parents', 'features' and each of 'edits' ({', '.join(EDIT_FIELDS)}) "
+                              f"must be tensors; {FIX}")
+    if parents.dim() != 2 or features.shape != (parents.shape[0], NUM_FEATURES) or parents.shape[1] > max_len:
         raise CheckpointError(f"{str(path)!r} holds programs of another shape ({tuple(parents.shape)}); {FIX}")
+    template = {"parents": parents.new_zeros(parents.shape, dtype=torch.int64),
+                "features": features.new_zeros(features.shape, dtype=torch.float32),
+                **{name: torch.zeros(stored["active"].shape, dtype=torch.bool if name == "active" else torch.int64)
+                   for name in EDIT_FIELDS}}
+    check_like({"parents": parents, "features": features, **{name: stored[name] for name in EDIT_FIELDS}}, template,
+               path, FIX, {"parents": (0, VOCAB_SIZE), "tokens": (0, VOCAB_SIZE), "kinds": (0, NUM_KINDS),
+                           "positions": (0, parents.shape[1] + 1)})
+    if stored["active"].dim() != 2 or stored["active"].shape[0] != parents.shape[0]:
+        raise CheckpointError(f"{str(path)!r}: its edits are not one row per program; {FIX}")
     parents = torch.nn.functional.pad(parents, (0, max_len - parents.shape[1]))
-    edits = Edits(*(state["edits"][name] for name in EDIT_FIELDS))
+    edits = Edits(*(stored[name] for name in EDIT_FIELDS))
     examples = RepairSet(parents, state["features"].float(), edits, torch.full((parents.shape[0],), -1))
     return examples, task, state.get("solution") or None
 
@@ -83,6 +97,9 @@ def run_solutions(directory: str | os.PathLike) -> list[str]:
         state = _read(path, "solution")
         if not isinstance(state["solution"], str):
             raise CheckpointError(f"{str(path)!r} is not a synthenv run-data file (version {VERSION}); {FIX}")
+        if bad := next((char for char in state["solution"] if char not in COMMANDS), None):
+            raise CheckpointError(f"{str(path)!r}: its solution holds {bad!r}, which is not a BF command ({COMMANDS}); "
+                                  f"{FIX}")
         if state["solution"]:
             solutions.append(state["solution"])
     return solutions

@@ -29,23 +29,25 @@ from pathlib import Path
 
 import torch
 
-from synthenv import tasks
-from synthenv.checkpoint import RESUME_FIX, CheckpointError, load_checkpoint, require_keys, save_checkpoint
+from synthenv import deadline, tasks
+from synthenv.checkpoint import RESUME_FIX, CheckpointError, check_like, load_checkpoint, require_keys, save_checkpoint
 from synthenv.checks import require_writable, resolve_device
+from synthenv.compilers.traditional import drop_unmatched_brackets
 from synthenv.distributed import Team, rank_checkpoint, resume_checkpoint
 from synthenv.env import SynthVecEnv
-from synthenv.compilers.traditional import drop_unmatched_brackets
+from synthenv.language import VOCAB_SIZE
 
+from ..registry import make
 from ..search.members import MemberMasks
-from .logger import batch_statistics
+from ..search.queue import ProgramQueue
+from ..search.variation import NUM_KINDS
+from .data import save_for_later
 from .feedback import Feedback, feedback_features
 from .job import RunResult, TrainConfig
-from .logger import RunLogger, run_dir_name
-from ..search.queue import ProgramQueue
-from ..registry import make
-from .data import save_for_later
+from .logger import RunLogger, batch_statistics, run_dir_name
 from .schedule import Schedule
 from .tracker import Tracker
+
 
 class Trainer:
     """Owns the env, the algorithm and the run's counters; ``run()`` trains to the end.
@@ -161,6 +163,11 @@ class Trainer:
         config = self.config
         logger = RunLogger(config, self.task.name, self.run_dirs, self)
         start = time.perf_counter() - self.elapsed
+        # one process holds its time budget inside a generation too (the engines look at the clock); under
+        # torchrun the ranks stop together at a sync point instead
+        at = None if config.seconds is None or self.team is not None else \
+            time.monotonic() + config.seconds - self.elapsed
+        stopped = False
         try:
             # under torchrun the ranks stop together, at a sync point: a rank whose members paused at
             # different steps than another's may run out of budget first, and steps on with none running
@@ -168,21 +175,27 @@ class Trainer:
             while (lockstep_ranks or self.budget_allows_step()) and not (self.team is None and self.out_of_time()):
                 if config.max_train_steps is not None and self.step_count >= config.max_train_steps:
                     break
-                stats, running = self.step()
+                try:
+                    with deadline.within(at):
+                        stats, running = self.step()
+                except deadline.DeadlineExceeded:  # the generation is dropped: the budget ended inside it
+                    self.elapsed, stopped = max(time.perf_counter() - start, config.seconds), True
+                    break
                 logger.accumulate(stats, running)
                 self.elapsed = time.perf_counter() - start
                 self.record.step_seconds.append(self.elapsed)
                 if self.step_count % config.log_every == 0 and self._sync(logger):
                     break
-            self._sync(logger, final=True)
+            self._sync(logger, final=True, checkpoint=not stopped)
         finally:
             logger.close()
         results = self.results()
         save_for_later(self, results)
         return results
 
-    def _sync(self, logger: RunLogger, final: bool = False) -> bool:
-        """Log, checkpoint, and say whether the job is done. # sync point (once per log_every steps)."""
+    def _sync(self, logger: RunLogger, final: bool = False, checkpoint: bool = True) -> bool:
+        """Log, checkpoint (unless ``checkpoint`` is False: a generation was cut short, and the last checkpoint
+        stays the one to resume from), and say whether the job is done. # sync point (once per log_every steps)."""
         active = self.active.tolist()  # sync point
         if self.config.stop_on_success:  # budgets are the host's to check (a resumed run may have a larger one)
             self.schedule.finished = [npe >= 0 for npe in self.record.solved_npe.tolist()]
@@ -195,7 +208,7 @@ class Trainer:
             self._shared_at = self.step_count
         logger.log(self, active, final)
         every = _multiple(self.config.checkpoint_every, self.config.log_every)
-        if self.config.checkpoint and (final or self.step_count % every == 0):
+        if self.config.checkpoint and checkpoint and (final or self.step_count % every == 0):
             self.save(self.config.checkpoint)
         return done
 
@@ -251,11 +264,28 @@ class Trainer:
             raise ValueError(f"checkpoint {path} was written with other settings ({details}); resume with the "
                              "same task, algorithm, seeds and options")
         require_keys(state["algorithm"], self.algorithm.state_dict(), path)  # a file from an older synthenv
-        self.algorithm.load_state_dict(state["algorithm"])
+        template = {key: value for key, value in self.state_dict().items() if key != "config"}
+        check_like({key: state[key] for key in template}, template, path, ranges=self._ranges())
+        try:
+            self.algorithm.load_state_dict(state["algorithm"])
+            self.schedule.load_state_dict(state["schedule"])
+            self.record.load_state_dict(state["record"])
+        except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as error:  # what check_like cannot see
+            raise CheckpointError(f"cannot load checkpoint {path!r}: its state does not fit this run ({error}); "
+                                  f"{RESUME_FIX}") from None
         for name in ("step_count", "run_dirs", "elapsed", "env_programs"):
             setattr(self, name, state[name])
-        self.schedule.load_state_dict(state["schedule"])
-        self.record.load_state_dict(state["record"])
+
+
+    def _ranges(self) -> dict[str, tuple[int, int]]:
+        """The bounds of a checkpoint's integer tensors, by key: token ids, edit kinds and positions, counts."""
+        tokens, positions = (0, VOCAB_SIZE), (0, self.config.max_len + 1)
+        return {**dict.fromkeys(("tokens", "children", "parents", "best_tokens", "extra.parents",
+                                 "extra.edit_tokens"), tokens),
+                "kinds": (0, NUM_KINDS), "extra.edit_kinds": (0, NUM_KINDS),
+                "positions": positions, "extra.edit_positions": positions,
+                "npe": (0, 2**63 - 1), "steps": (0, 2**63 - 1), "solved_npe": (-1, 2**63 - 1),
+                "solved_step": (-1, 2**63 - 1)}
 
 
 _STATE_KEYS = ("config", "algorithm", "step_count", "schedule", "record", "run_dirs", "elapsed", "env_programs")

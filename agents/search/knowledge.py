@@ -10,9 +10,9 @@
   clears its cell and the next before it prints, so that it can stand anywhere in a program.
 
 >>> from synthenv.tasks import Task
->>> greet = Task.from_pairs("greet", [("Ada", "Hi, Ada!"), ("Bo", "Hi, Bo!")])
->>> [len(piece) > 0 for piece in constant_pieces(greet)], domain(greet)
-([True, True], 'text')
+>>> greet = Task.from_pairs("greet", [("Ada", "Hi, Ada!"), ("Bo", "Hi, Bo!"), ("Cy", "Hi, Cy!"), ("Di", "Hi, Di!")])
+>>> len(constant_pieces(greet)), domain(greet)  # "Hi, " and "!"; four different outputs are not a verdict
+(2, 'text')
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class WithPieces:
     >>> source = WithPieces(["+.", "++."], lambda g, shape, L, longest, device: torch.zeros((1, *shape, L),
     ...                     dtype=torch.int64), share=1.0, max_len=4)
     >>> source([torch.Generator().manual_seed(0)], (3,), 4, 4, torch.device("cpu"))[0].tolist()
-    [[3, 3, 7, 0], [3, 3, 7, 0], [3, 7, 0, 0]]
+    [[3, 3, 7, 0], [3, 7, 0, 0], [3, 3, 7, 0]]
     """
 
     def __init__(self, pieces: list[str], fresh, share: float, max_len: int):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ from pathlib import Path
 import torch
 from synthenv.tasks import generated, known
 
-from synthenv.checks import require_nonnegative_int
+from synthenv import storage
 from synthenv.errors import UserError
 from synthenv.language import COMMANDS, encode_batch
 
@@ -63,6 +64,11 @@ class Library:
         key = (max_len, device)
         if key not in self._tokens:
             fitting = [program for program in self.programs if len(program) <= max_len]
+            if self.programs and not fitting:
+                warnings.warn(f"every program of the library ({len(self.programs)}, the shortest "
+                              f"{min(map(len, self.programs))} commands) is longer than max_len {max_len}: the "
+                              "search starts without it; raise --max-len or give a library of shorter programs",
+                              stacklevel=2)
             self._tokens[key] = encode_batch(fitting, max_len).to(device) if fitting else \
                 torch.zeros((0, max_len), dtype=torch.int64, device=device)
         return self._tokens[key]
@@ -84,11 +90,11 @@ class Library:
 
 def read_library(path: str | os.PathLike) -> Library:
     """The library file at ``path`` (see the module docstring); a bad line is refused with its number."""
+    fix = "library (--library) is 'shipped', 'none' or the path of a file synthenv library --out wrote"
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise UserError(f"cannot read the library file {str(path)!r} ({error.strerror or error}); library (--library) "
-                        "is 'shipped', 'none' or the path of a file synthenv library --out wrote") from error
+        text = storage.read_bytes(path, "the library file", missing=fix).decode("utf-8", errors="replace")
+    except storage.FileSizeError as error:
+        raise UserError(f"{error}; {fix}") from None
     programs = []
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
@@ -110,9 +116,7 @@ def write_library(path: str | os.PathLike, library: Library, header: Iterable[st
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [f"# {line}" for line in header] + library.programs
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    storage.write_text(path, "\n".join(lines) + "\n", "library file")
 
 
 def build_library(tasks: int, from_runs: str | os.PathLike | None = None,
@@ -142,7 +146,7 @@ class LibraryConfig:
     """Where the library is written."""
 
     def __post_init__(self) -> None:
-        require_nonnegative_int("tasks", self.tasks, "generated training tasks")
+        generated.check_task_count("tasks", self.tasks, "generated training tasks")
         if self.split not in ("train", "text-train"):
             raise ValueError(f"split must be 'train' or 'text-train' (the training splits), got {self.split!r}")
         if not self.tasks and self.from_runs is None:

@@ -187,6 +187,7 @@ class PriorConfig:
 
     def __post_init__(self) -> None:
         require_positive_int_fields(self, "tasks")
+        generated.check_task_count("tasks", self.tasks, "generated training tasks")
         check_order(self.order)
         require_finite_fields(self, "smoothing", low=0.0, low_open=True)
         if self.split not in ("train", "text-train"):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from synthenv import storage
 
 QUICK_NUM_ENVS = (1024, 4096)
 FULL_NUM_ENVS = (1024, 4096, 8192)
@@ -140,7 +141,7 @@ class BenchCommand:
         return 0
 
     def _write_json(self, records) -> None:
-        self.json.write_text(json.dumps([r.to_json() for r in records], indent=2))
+        storage.write_json(self.json, [r.to_json() for r in records], "--json")
 
     def _save_partial(self, records) -> str:
         """After Ctrl-C: print and save what was measured; returns the one-line account."""

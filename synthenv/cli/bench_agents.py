@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from synthenv.language import DEFAULT_MAX_LEN
+from synthenv import storage
+
+from synthenv.language import DEFAULT_MAX_LEN, MAX_LEN
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class BenchAgentsCommand:
     """Write one JSON record per algorithm here (checked before anything runs)."""
 
     def run(self) -> int:
-        from synthenv.agents.registry import parse_algo
+        from synthenv.agents.registry import check_files, parse_algo
         from synthenv.bench_agents import measure
         from synthenv.bench import hardware, hardware_caption
         from synthenv.checks import require_positive_int, require_writable
@@ -50,6 +51,11 @@ class BenchAgentsCommand:
         specs = [(spec, *parse_algo(spec)) for spec in self.algos]
         for name in ("seeds", "steps", "replay", "max_len"):
             require_positive_int(name, getattr(self, name))
+        if self.max_len > MAX_LEN:
+            raise ValueError(f"max_len must be at most {MAX_LEN} tokens (synthenv.language.MAX_LEN, docs/limits.md), "
+                             f"got {self.max_len}")
+        for _, algo, config in specs:
+            check_files(config)
         if self.json:
             require_writable(self.json, "--json")
         machine = hardware()
@@ -63,5 +69,5 @@ class BenchAgentsCommand:
                   f"{result.env_programs_per_s:>12,.0f} {result.ratio:>6.2f}", flush=True)
             records.append({"spec": spec, **dataclasses.asdict(result), "ratio": result.ratio, "hardware": machine})
         if self.json:
-            Path(self.json).write_text(json.dumps(records, indent=2))
+            storage.write_json(self.json, records, "--json")
         return 0

@@ -7,8 +7,9 @@ the method.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
+
+from synthenv import storage
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ class CompilerReportCommand:
             rows = [dict(asdict(r), ir_accuracy=r.ir_accuracy, ir_mismatch_bound=r.ir_mismatch_bound,
                          reward_mismatch_rate=r.reward_mismatch_rate, reward_mismatch_bound=r.reward_mismatch_bound)
                     for r in reports]
-            with open(self.json, "w") as f:
-                json.dump({"weights": str(compiler.weights), "metadata": meta, "workloads": rows}, f, indent=2)
+            storage.write_json(self.json, {"weights": str(compiler.weights), "metadata": meta, "workloads": rows},
+                               "--json")
             print(f"wrote {self.json}")
         return 0

@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from synthenv import storage
+
 
 @dataclass(frozen=True)
 class DoctorCommand:
@@ -65,7 +67,7 @@ class DoctorCommand:
         verdict = "all checks passed" if passed else "SOME CHECKS FAILED: a bug in synthenv, please report this output"
         print(f"\n{verdict}")
         if target is not None:
-            target.write_text(json.dumps(report, indent=1, default=str))
+            storage.write_text(target, json.dumps(report, indent=1, default=str), "the report")
             print(f"report written to {target}")
         return 0 if passed else 1
 

@@ -10,13 +10,13 @@ the algorithm, and so which options exist: ``synthenv train --algo ga --help`` l
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from typing import Annotated
 
 import tyro
 
 from synthenv import agents, distributed, reference, tasks
+from synthenv import storage
 from synthenv.agents import TrainConfig
 from synthenv.checks import require_writable
 from synthenv.language import Status
@@ -71,8 +71,7 @@ class TrainCommand:
                 return 0
         print(summary(results, tasks.from_spec(config.task)))
         if self.json_out:
-            with open(self.json_out, "w") as f:
-                json.dump([dataclasses.asdict(r) for r in results], f, indent=2)
+            storage.write_json(self.json_out, [dataclasses.asdict(r) for r in results], "--json-out")
         return 0
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import torch
 
+from synthenv import deadline
 from synthenv.engines.common import check_num_outputs, finalize
 from synthenv.execution import Execution
 from synthenv.ir import Program
@@ -244,6 +245,7 @@ class CudaEngine:
         """Run ``program`` on all of ``task``'s cases; see ``Execution`` for the contract."""
         _check_cuda(program.device, "the program")
         num_outputs = check_num_outputs(num_outputs, task)
+        deadline.check()  # before the launch; a kernel's programs are bounded by max_steps
         cupy = _cupy()
         import numpy as np
 

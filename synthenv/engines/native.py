@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from synthenv import native_build
+from synthenv import deadline, native_build
 from synthenv.engines.common import check_num_outputs, finalize
 from synthenv.execution import Execution
 from synthenv.ir import Program
@@ -43,7 +43,7 @@ def is_available() -> bool:
 def _kernel():
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
     return LIBRARY.bind("synthenv_run", [p, i64, i64, p, p, i64, i64, i32, i32, i32, i32, i32, i32, i32, p, p, p, p,
-                                         i64, i32, i32])
+                                         i64, i32, i32, ctypes.c_double])
 
 
 def loop_iterations(delta: int, value: int, base: int) -> int:
@@ -113,7 +113,9 @@ class NativeEngine:
             num_cases, cases.inputs.shape[1], task.base, task.max_steps, *task.dialect.codes,
             task.dialect.ring(task.max_steps), int(bool(early_abort)),
             *(t.data_ptr() for t in (result.outputs, result.output_lengths, result.status, result.steps)),
-            num_outputs, self.num_threads, int(bool(keep_failed)))
+            num_outputs, self.num_threads, int(bool(keep_failed)), deadline.current() or 0.0)
+        if rc == 1:
+            raise deadline.DeadlineExceeded()
         if rc != 0:
             cells = max(task.max_steps, task.dialect.ring(task.max_steps))
             raise MemoryError(f"the native kernel could not allocate its tapes ({cells} cells per thread)")

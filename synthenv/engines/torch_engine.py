@@ -11,10 +11,12 @@ chunk) is the engine's documented host synchronisation, ``torch_engine_check`` i
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import torch
 
+from synthenv import deadline
 from synthenv.dialect import WHITESPACE, Dialect
 from synthenv.engines.common import check_num_outputs, finalize, loop_iterations, loop_solver
 from synthenv.execution import Execution, empty_execution
@@ -116,9 +118,12 @@ class TorchEngine:
         fields = (result.outputs, result.output_lengths, result.status, result.steps)
         flat = [t.view(total, *t.shape[2:]) for t in fields]
         iteration = 0
+        at = deadline.current()
         while lanes.lane.numel() > 0:
             _step(lanes, code, num_cases, cases, task.base, task.max_steps, task.dialect)
             iteration += 1
+            if at is not None and time.monotonic() > at:  # the host's clock: no device sync
+                raise deadline.DeadlineExceeded()
             if iteration % self.check_every == 0:
                 with sync_point("torch_engine_check"):  # once per check_every lockstep iterations
                     done = lanes.status != RUNNING

@@ -99,6 +99,9 @@ class EnvConfig:
         object.__setattr__(self, "mode", _as_mode(self.mode))
         object.__setattr__(self, "autoreset_mode", as_autoreset_mode(self.autoreset_mode))
         _check_int("num_envs", self.num_envs, 1)
+        if self.num_envs > MAX_NUM_ENVS:
+            raise ValueError(f"num_envs must be an int in [1, {MAX_NUM_ENVS}] (synthenv.env.config.MAX_NUM_ENVS, "
+                             f"docs/limits.md), got {self.num_envs}; step batches of at most that many in turn")
         _check_int("max_len", self.max_len, 1)
         if self.max_len > MAX_LEN:
             raise ValueError(f"max_len must be an int in [1, {MAX_LEN}], got {self.max_len!r}: longer programs would "
@@ -170,6 +173,28 @@ def as_autoreset_mode(mode: object) -> AutoresetMode:
                 return member
     raise ValueError(unknown_name_message("autoreset_mode", mode, list(AUTORESET_MODES))
                      + " Pass one of them or a gymnasium.vector.AutoresetMode, e.g. autoreset_mode='NextStep'")
+
+
+MAX_NUM_ENVS = 2**22
+"""The most envs one ``SynthVecEnv`` holds (4 194 304; docs/limits.md)."""
+MAX_BATCH_VALUES = 2**28
+"""The most values the N envs' state holds together (programs, outputs, lengths and statuses: ``N * (L + K * (O +
+2))``): 268 435 456, 1-2 GiB; docs/limits.md."""
+
+
+def check_batch_size(config: EnvConfig, task: Task) -> None:
+    """Raise ``ValueError`` before anything is allocated if the N envs of ``config`` on ``task`` would hold more than
+    ``MAX_BATCH_VALUES`` values (each env: its L tokens, and per case its O output values, length and status).
+
+    >>> check_batch_size(EnvConfig(task="reverse", num_envs=4096), task_registry.get("reverse"))
+    """
+    per_env = config.max_len + task.num_cases * (task.max_output_length + 2)
+    if config.num_envs * per_env > MAX_BATCH_VALUES:
+        most = MAX_BATCH_VALUES // per_env
+        raise ValueError(f"num_envs={config.num_envs} envs of {per_env} values each (L={config.max_len} tokens, "
+                         f"{task.num_cases} cases of up to {task.max_output_length} output values) exceed "
+                         f"{MAX_BATCH_VALUES} values (synthenv.env.config.MAX_BATCH_VALUES, docs/limits.md); use "
+                         f"num_envs <= {most} and step the batches in turn")
 
 
 def _check_int(name: str, value: object, minimum: int) -> None:

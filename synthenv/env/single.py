@@ -81,12 +81,14 @@ class SynthEnv(gym.Env):
         self.action_space = self._vec.single_action_space
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        self._check_open()
         super().reset(seed=seed)
         obs, info = self._vec.reset(seed=seed, options=options)
         return _numpy_obs(obs), _numpy_info(info)
 
     def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
-        if not self.action_space.contains(action):
+        self._check_open()
+        if isinstance(action, (bool, np.bool_)) or not self.action_space.contains(action):
             raise ValueError(f"action must be a token id in [0, 9) (an int; 0 = EOS, 1..8 = '><+-[].,'), "
                              f"got {action!r}")
         obs, rewards, terminated, truncated, info = self._vec.step(torch.tensor([int(action)], dtype=torch.int64))
@@ -97,7 +99,16 @@ class SynthEnv(gym.Env):
 
     def action_masks(self) -> np.ndarray:
         """``[9]`` bool syntax mask of the next token (sb3-contrib's ``MaskablePPO`` reads this)."""
+        self._check_open()
         return self._vec.action_masks()[0].numpy()
+
+    def close(self) -> None:
+        """Release the env: its state is dropped and ``reset``/``step`` are refused afterwards."""
+        self._vec.close()
+
+    def _check_open(self) -> None:
+        if self._vec.closed:
+            raise RuntimeError("this SynthEnv is closed; create a new one (gymnasium.make)")
 
 
 def _numpy_obs(obs: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
 import torch
+from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
@@ -17,7 +19,7 @@ from synthenv.pipeline import Evaluator
 from synthenv.syncpoints import sync_point
 from synthenv.tasks import Task
 
-from .config import EnvConfig, Mode
+from .config import EnvConfig, Mode, check_batch_size
 from .graphs import GraphedTransition, check_graphable
 from .program_mode import ProgramDynamics
 from .token_mode import TokenDynamics
@@ -142,6 +144,7 @@ class SynthVecEnv(VectorEnv):
                  **options: Any):
         self.config = EnvConfig(task=task, num_envs=num_envs, **options)
         self.task = self.config.resolve_task()
+        check_batch_size(self.config, self.task)  # before anything of the N envs is allocated
         self.device = resolve_device(self.config.device)
         self.num_envs = self.config.num_envs
         self.autoreset_mode = self.config.autoreset_mode
@@ -156,14 +159,23 @@ class SynthVecEnv(VectorEnv):
             self._transition = GraphedTransition(self._dynamics, self.device)
         self.single_observation_space = self._dynamics.single_observation_space
         self.single_action_space = self._dynamics.single_action_space
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._initial = self._dynamics.initial_state()
         self._state: State | None = None  # None until reset()
         # [N] bool: how each env's last step ended (NextStep and Disabled read them; set by reset())
         self._terminated = self._truncated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         self._generator = torch.Generator(device=self.device)
         self._seeded = False
+
+    @functools.cached_property
+    def observation_space(self) -> spaces.Dict:
+        """``single_observation_space`` batched over the N envs: built when first asked for (host-side numpy bounds
+        of every env, which a large batch that never reads them should not pay for)."""
+        return batch_space(self.single_observation_space, self.num_envs)
+
+    @functools.cached_property
+    def action_space(self) -> spaces.Space:
+        """``single_action_space`` batched over the N envs (built when first asked for)."""
+        return batch_space(self.single_action_space, self.num_envs)
 
     @classmethod
     def from_config(cls, config: EnvConfig, evaluator: Evaluator | None = None) -> SynthVecEnv:

@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from synthenv import agents, tasks
-from synthenv.agents.registry import parse_algo
+from synthenv import agents, storage, tasks
+from synthenv.agents.registry import check_files, parse_algo
 from synthenv.checks import require_positive_int, require_seed, require_writable
 from synthenv.distributed import Team
 from synthenv.errors import UserError
@@ -74,10 +74,26 @@ def expand_tasks(specs: Sequence[str]) -> list[str]:
 
 
 def cell_keys(task_specs: Sequence[str], algos: Sequence[str]) -> list[Key]:
-    """Every (task, algorithm spec) cell in table order (row by row); checks every task and spec first."""
+    """Every (task, algorithm spec) cell in table order (row by row); checks every task and spec first.
+
+    >>> cell_keys([], ["islands"])
+    Traceback (most recent call last):
+        ...
+    synthenv.errors.UserError: --tasks is empty; name at least one task or suite (e.g. --tasks paper)
+    """
+    if not task_specs:
+        raise UserError("--tasks is empty; name at least one task or suite (e.g. --tasks paper)")
+    if not algos:
+        raise UserError(f"--algos is empty; name at least one algorithm ({', '.join(agents.names())})")
     for spec in algos:
-        parse_algo(spec)
+        check_files(parse_algo(spec)[1])
     return [(task, algo) for task in expand_tasks(task_specs) for algo in algos]
+
+
+_RESULT_KINDS = {"task": (str,), "algo": (str,), "seed": (int,), "solved": (bool,), "npe": (int,),
+                 "seconds": (int, float), "best_program": (str,), "best_reward": (int, float),
+                 "run_dir": (str, type(None)), "programs_per_s": (int, float), "minimal_program": (str, type(None))}
+"""The JSON kinds of a stored ``RunResult``'s fields."""
 
 
 def load_cells(path: Path, budget: Budget) -> dict[Key, dict]:
@@ -87,31 +103,59 @@ def load_cells(path: Path, budget: Budget) -> dict[Key, dict]:
     the same); a cell whose results lack a field is left out, to be run again.
 
     Raises:
-        UserError: ``path`` is not a table's JSON, or holds a table of another budget (its cells would not
-            be comparable, and running this table would overwrite them): the message names the fields
-            that differ and the fix.
+        UserError: ``path`` is not a table's JSON (malformed, too large or too deeply nested, not an object, a
+            cell without its task, algorithm, wall time or per-seed results, or with values of the wrong kind),
+            or holds a table of another budget (its cells would not be comparable, and running this table would
+            overwrite them): the message names the file, what is wrong and the fix.
     """
+    fix = "give another --out, or --fresh to replace it"
+
+    def damaged(what: str) -> UserError:
+        return UserError(f"{str(path)!r} is not a table's JSON ({what}); {fix}")
+
     try:
-        document = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise UserError(f"{str(path)!r} is not a table's JSON ({error}); give another --out, or --fresh to "
-                        "replace it") from None
+        document = json.loads(storage.read_text(path, "the table"))
+    except json.JSONDecodeError as error:
+        raise damaged(f"{error.msg} at line {error.lineno}, column {error.colno}") from None
+    except RecursionError:
+        raise damaged("it nests too deeply to read") from None
+    except UserError as error:
+        raise UserError(f"{error}; {fix}") from None
+
+    if not isinstance(document, dict):
+        raise damaged(f"it holds a JSON {type(document).__name__}, not an object with the budget and the cells")
     defaults = {f.name: f.default for f in dataclasses.fields(Budget) if f.default is not dataclasses.MISSING}
     differences = [f"{key} {stored!r} in the file, {value!r} now" for key, value in dataclasses.asdict(budget).items()
                    if (stored := document.get(key, defaults.get(key))) != value]
     if differences:
         raise UserError(f"{str(path)!r} holds a table of another budget ({'; '.join(differences)}): give the "
                         "options it was made with to resume or redraw it, --fresh to replace it, or another --out")
+    stored = document.get("cells", [])
+    if not isinstance(stored, list):
+        raise damaged(f"'cells' is a {type(stored).__name__}, not a list")
     names = [f.name for f in dataclasses.fields(agents.RunResult)]
     cells, unreadable = {}, 0
-    for cell in document.get("cells", []):
-        if "results" in cell:
-            if not all(name in r for r in cell["results"] for name in names):
-                unreadable += 1
-                continue
-            results = [agents.RunResult(**{name: r[name] for name in names}) for r in cell["results"]]
-            cell = summarize_cell(cell["task"], cell["algo"], results, cell["wall_s"], cell.get("hardware"))
-        cells[(cell["task"], cell["algo"])] = cell
+    for index, cell in enumerate(stored):
+        if not isinstance(cell, dict):
+            raise damaged(f"cell {index} is a {type(cell).__name__}, not an object")
+        for field, kinds in (("task", str), ("algo", str), ("wall_s", (int, float)), ("results", list)):
+            if not isinstance(cell.get(field), kinds) or isinstance(cell.get(field), bool):
+                got = "missing" if field not in cell else f"a {type(cell[field]).__name__}"
+                raise damaged(f"cell {index} has no valid {field!r} ({got})")
+        if not all(isinstance(r, dict) for r in cell["results"]):
+            raise damaged(f"cell {index} ({cell['task']}, {cell['algo']}): a per-seed result is not an object")
+        if not cell["results"] or not all(name in r for r in cell["results"] for name in names):
+            unreadable += 1
+            continue
+        for seed, result in enumerate(cell["results"]):
+            for name, kinds in _RESULT_KINDS.items():
+                value = result[name]
+                if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                    raise damaged(f"cell {index} ({cell['task']}, {cell['algo']}), result {seed}: {name!r} is a "
+                                  f"{type(value).__name__}")
+        results = [agents.RunResult(**{name: r[name] for name in names}) for r in cell["results"]]
+        summary = summarize_cell(cell["task"], cell["algo"], results, cell["wall_s"], cell.get("hardware"))
+        cells[(summary["task"], summary["algo"])] = summary
     if unreadable:
         print(f"{path}: {unreadable} cell(s) lack fields of the per-seed results ({', '.join(names)}); "
               "they run again", flush=True)
@@ -148,7 +192,8 @@ class Grid:
             require_writable(self.plot, "--plot")
 
     def resume(self) -> None:
-        """Take the cells an earlier run of this table left in its JSON (``load_cells``)."""
+        """Take the cells an earlier run of this table left in its JSON (``load_cells``); those of tasks or
+        algorithms not asked for now are kept in the JSON, left out of the markdown and the picture."""
         if self.json_path.exists():
             self.cells.update(load_cells(self.json_path, self.budget))
 
@@ -160,20 +205,25 @@ class Grid:
         """Record a finished cell: print its line, rewrite the JSON (what a resumed table reuses)."""
         self.cells[(cell["task"], cell["algo"])] = cell
         print(cell_line(cell), flush=True)
-        self.json_path.write_text(json.dumps(self.document(), indent=2))
+        storage.write_json(self.json_path, self.document(everything=True), "the table")
 
-    def document(self) -> dict:
-        """The table as JSON data: the budget, tasks and algorithms in order, the cells done."""
-        return {**dataclasses.asdict(self.budget), "tasks": list(dict.fromkeys(task for task, _ in self.keys)),
-                "algos": list(dict.fromkeys(algo for _, algo in self.keys)),
-                "cells": [self.cells[key] for key in self.keys if key in self.cells]}
+    def document(self, everything: bool = False) -> dict:
+        """The table as JSON data: the budget, tasks and algorithms in order, the cells done; with
+        ``everything``, also the cells of other tasks and algorithms that the JSON held (after the asked ones)."""
+        keys = list(self.keys)
+        if everything:
+            keys += [key for key in self.cells if key not in set(self.keys)]
+        return {**dataclasses.asdict(self.budget), "tasks": list(dict.fromkeys(task for task, _ in keys)),
+                "algos": list(dict.fromkeys(algo for _, algo in keys)),
+                "cells": [self.cells[key] for key in keys if key in self.cells]}
 
     def write(self) -> str:
-        """Write the JSON, the markdown and the picture (if asked for); returns the markdown."""
+        """Write the JSON (every cell), the markdown and the picture (the asked cells; the picture if asked for),
+        each atomically; returns the markdown."""
         document = self.document()
         markdown = render_markdown(document)
-        self.json_path.write_text(json.dumps(document, indent=2))
-        self.markdown_path.write_text(markdown)
+        storage.write_json(self.json_path, self.document(everything=True), "the table")
+        storage.write_text(self.markdown_path, markdown, "the table's markdown")
         if self.plot is not None:
             write_plot(document, self.plot)
         return markdown

@@ -18,6 +18,7 @@ import bisect
 import os
 from dataclasses import dataclass
 
+from synthenv import storage
 from synthenv.table.report import cell_hardware, format_npe
 
 MEASURES = {"seconds": "wall-clock seconds of the cell's job until the solving step",
@@ -165,4 +166,5 @@ def _budget_label(measure: str, budget: float) -> str:
 
 def write_plot(document: dict, path: str | os.PathLike) -> None:
     """``plot_figure`` as a PNG file at ``path``."""
-    plot_figure(document).savefig(path, format="png", dpi=120)
+    figure = plot_figure(document)
+    storage.write_atomic(path, lambda f: figure.savefig(f, format="png", dpi=120), "--plot")

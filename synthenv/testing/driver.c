@@ -12,7 +12,7 @@
 int synthenv_run(const i32 *code, i64 num_programs, i64 num_slots, const i32 *inputs, const i32 *input_lengths,
                  i64 num_cases, i64 input_width, i32 base, i32 max_steps, i32 edge, i32 eof, i32 cmp, i32 ring,
                  i32 early_abort, i32 *outputs, i32 *output_lengths, i8 *status, i32 *steps, i64 num_outputs,
-                 i32 num_threads, i32 keep_failed);
+                 i32 num_threads, i32 keep_failed, double deadline);
 int synthenv_naive(const long long *tokens, i64 num_programs, i64 length, const i32 *inputs,
                    const i32 *input_lengths, i64 num_cases, i64 input_width, i32 base, i32 max_steps,
                    i32 strict_syntax, i32 edge, i32 eof, i32 cmp, i32 ring, i32 early_abort, i32 *outputs,
@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
         rc = synthenv_compile((const long long *)program, n, p, code, num_ops, balanced, lens, (i32)h[9]);
         if (rc == 0)
             rc = synthenv_run(code, n, p + 1, inputs, input_lengths, k, w, (i32)h[5], (i32)h[6], edge, eof, cmp, ring,
-                              (i32)h[7], outputs, lengths, status, steps, o, (i32)h[9], 0);
+                              (i32)h[7], outputs, lengths, status, steps, o, (i32)h[9], 0, 0.0);
         free(code); free(num_ops); free(lens); free(balanced);
     } else if (mode == 1) {
         rc = synthenv_naive((const long long *)program, n, p, inputs, input_lengths, k, w, (i32)h[5], (i32)h[6],
@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
                             (i32)h[9]);
     } else {
         rc = synthenv_run((const i32 *)program, n, p, inputs, input_lengths, k, w, (i32)h[5], (i32)h[6], edge, eof,
-                          cmp, ring, (i32)h[7], outputs, lengths, status, steps, o, (i32)h[9], 0);
+                          cmp, ring, (i32)h[7], outputs, lengths, status, steps, o, (i32)h[9], 0, 0.0);
     }
     if (rc != 0) { fprintf(stderr, "kernel failed: %d\n", rc); return 3; }
     FILE *g = fopen(argv[2], "wb");
