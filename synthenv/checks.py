@@ -193,9 +193,6 @@ def require_writable(path: str | os.PathLike, what: str = "output", directory: b
     try:
         if not directory and path.is_dir():
             raise IsADirectoryError(21, "it is a folder, not a file", str(path))
-        if not directory:
-            from synthenv.storage import check_destination
-            check_destination(path, what)  # a device, pipe or socket is never replaced
         if directory and path.exists() and not path.is_dir():
             raise NotADirectoryError(20, "it is a file, not a folder", str(path))
         for parent in (folder, *folder.parents):  # the nearest existing folder on the way must be one
@@ -203,6 +200,9 @@ def require_writable(path: str | os.PathLike, what: str = "output", directory: b
                 if not parent.is_dir():
                     raise NotADirectoryError(20, f"'{parent}' is a file, not a folder", str(parent))
                 break
+        if not directory:
+            from synthenv.storage import check_destination
+            check_destination(path, what)  # a device, pipe or socket is never replaced
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".synthenv-write-check-"):
             pass
