@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "library": ("synthenv.cli.library", "LibraryCommand"),
     "table": ("synthenv.cli.table", "TableCommand"),
     "bench-agents": ("synthenv.cli.bench_agents", "BenchAgentsCommand"),
+    "bench-reward": ("synthenv.cli.bench_reward", "BenchRewardCommand"),
     "doctor": ("synthenv.cli.doctor", "DoctorCommand"),
 }
 
