@@ -30,21 +30,20 @@ from pathlib import Path
 import torch
 
 from synthenv import deadline, tasks
-from synthenv.checkpoint import RESUME_FIX, CheckpointError, check_like, load_checkpoint, require_keys, save_checkpoint
+from synthenv.checkpoint import save_checkpoint
 from synthenv.checks import require_writable, resolve_device
 from synthenv.compilers.traditional import drop_unmatched_brackets
 from synthenv.distributed import Team, rank_checkpoint, resume_checkpoint
 from synthenv.env import SynthVecEnv
-from synthenv.language import VOCAB_SIZE
 
 from ..registry import make
 from ..search.members import MemberMasks
 from ..search.queue import ProgramQueue
-from ..search.variation import NUM_KINDS
 from .data import save_for_later
 from .feedback import Feedback, feedback_features
 from .job import RunResult, TrainConfig
 from .logger import RunLogger, batch_statistics, run_dir_name
+from .resume import load_state
 from .schedule import Schedule
 from .tracker import Tracker
 
@@ -249,46 +248,11 @@ class Trainer:
         save_checkpoint(path, self.state_dict())
 
     def load(self, path: str) -> None:
-        """Continue from a checkpoint written by ``save`` with the same settings.
-
-        The file is untrusted data: it is loaded with ``weights_only=True`` (no code runs), and a
-        damaged file or one written by something else is a ``CheckpointError`` naming the fix.
-        """
-        state = load_checkpoint(path, map_location="cpu", required_keys=_STATE_KEYS)
-        if not isinstance(state["config"], dict) or not isinstance(state["algorithm"], dict):
-            raise CheckpointError(f"cannot load checkpoint {path!r}: it was not written by synthenv train; {RESUME_FIX}")
-        saved, current = state["config"], self.config.comparable(self.algorithm.config)
-        different = sorted(k for k in current if saved.get(k) != current[k])
-        if different:
-            details = ", ".join(f"{k}: checkpoint {saved.get(k)!r} vs now {current[k]!r}" for k in different)
-            raise ValueError(f"checkpoint {path} was written with other settings ({details}); resume with the "
-                             "same task, algorithm, seeds and options")
-        require_keys(state["algorithm"], self.algorithm.state_dict(), path)  # a file from an older synthenv
-        template = {key: value for key, value in self.state_dict().items() if key != "config"}
-        check_like({key: state[key] for key in template}, template, path, ranges=self._ranges())
-        try:
-            self.algorithm.load_state_dict(state["algorithm"])
-            self.schedule.load_state_dict(state["schedule"])
-            self.record.load_state_dict(state["record"])
-        except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as error:  # what check_like cannot see
-            raise CheckpointError(f"cannot load checkpoint {path!r}: its state does not fit this run ({error}); "
-                                  f"{RESUME_FIX}") from None
-        for name in ("step_count", "run_dirs", "elapsed", "env_programs"):
-            setattr(self, name, state[name])
+        """Continue from a checkpoint written by ``save`` with the same settings (``resume.load_state``: the file
+        is untrusted data, checked against this trainer's own state before anything is set)."""
+        load_state(self, path)
 
 
-    def _ranges(self) -> dict[str, tuple[int, int]]:
-        """The bounds of a checkpoint's integer tensors, by key: token ids, edit kinds and positions, counts."""
-        tokens, positions = (0, VOCAB_SIZE), (0, self.config.max_len + 1)
-        return {**dict.fromkeys(("tokens", "children", "parents", "best_tokens", "extra.parents",
-                                 "extra.edit_tokens"), tokens),
-                "kinds": (0, NUM_KINDS), "extra.edit_kinds": (0, NUM_KINDS),
-                "positions": positions, "extra.edit_positions": positions,
-                "npe": (0, 2**63 - 1), "steps": (0, 2**63 - 1), "solved_npe": (-1, 2**63 - 1),
-                "solved_step": (-1, 2**63 - 1)}
-
-
-_STATE_KEYS = ("config", "algorithm", "step_count", "schedule", "record", "run_dirs", "elapsed", "env_programs")
 def _multiple(steps: int, log_every: int) -> int:
     """``steps`` rounded up to a multiple of ``log_every`` (things done at sync points)."""
     return -(-steps // log_every) * log_every
