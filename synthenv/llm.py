@@ -54,6 +54,7 @@ MIN_UNFENCED = 3
 """The fewest commands a run outside a code block needs to count as a program (prose has its ``.`` and ``,``)."""
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 _RUN = re.compile(r"[><+\-\[\].,]+(?:[ \t]*[><+\-\[\].,]+)*")
+_NOT_COMMAND = re.compile(r"[^><+\-\[\].,]+")
 SYSTEM = ("You write Brainfuck programs. Brainfuck has eight commands: > < move the pointer, + - change the cell, "
           ". prints the cell, , reads the next input value into the cell, [ ] loop while the cell is not zero. Every "
           "other character is a comment.")
@@ -74,10 +75,10 @@ def extract_program(completion: str | Sequence[dict]) -> str | None:
     """
     if not isinstance(completion, str):
         completion = _message_text(completion)
-    blocks = _FENCE.findall(completion)
+    blocks = _FENCE.findall(completion) if "```" in completion else None
     if blocks:
-        return "".join(char for char in blocks[-1] if char in COMMANDS)
-    runs = ["".join(char for char in run if char in COMMANDS) for run in _RUN.findall(completion)]
+        return _NOT_COMMAND.sub("", blocks[-1])
+    runs = [run.replace(" ", "").replace("\t", "") for run in _RUN.findall(completion)]
     longest = max(runs, key=len, default="")
     return longest if len(longest) >= MIN_UNFENCED else None
 
@@ -206,22 +207,33 @@ class Reward:
             task = [task] * len(completions)
         if len(task) != len(completions):
             raise UserError(f"{len(completions)} completions but {len(task)} task names; each row needs its task")
+        try:
+            unknown = not self.tasks.keys() >= set(task)
+        except TypeError:  # an unhashable task name: named below with its row
+            unknown = True
+        if unknown:
+            row, name = next((row, name) for row, name in enumerate(task)
+                             if not isinstance(name, str) or name not in self.tasks)
+            known = ", ".join(list(self.tasks)[:5]) + (" ..." if len(self.tasks) > 5 else "")
+            raise UserError(f"row {row}: task {name!r} is not one this reward scores ({known}); build the Reward "
+                            "with the suite the dataset was built from")
+        try:
+            programs = list(map(extract_program, completions))
+        except TypeError:
+            for row, completion in enumerate(completions):
+                try:
+                    extract_program(completion)
+                except TypeError as error:
+                    raise UserError(f"row {row}: {error}") from None
+            raise
         scores = [self.invalid] * len(completions)
-        groups: dict[str, list[tuple[int, str]]] = {}
-        for row, (completion, name) in enumerate(zip(completions, task)):
-            if name not in self.tasks:
-                known = ", ".join(list(self.tasks)[:5]) + (" ..." if len(self.tasks) > 5 else "")
-                raise UserError(f"row {row}: task {name!r} is not one this reward scores ({known}); build the Reward "
-                                "with the suite the dataset was built from")
-            try:
-                program = extract_program(completion)
-            except TypeError as error:
-                raise UserError(f"row {row}: {error}") from None
+        groups: dict[str, list[int]] = {}
+        for row, (program, name) in enumerate(zip(programs, task)):
             if program is not None and len(program) <= MAX_LEN:
-                groups.setdefault(name, []).append((row, program))
+                groups.setdefault(name, []).append(row)
         for name, rows in groups.items():
-            values = self._score([program for _, program in rows], self.tasks[name])
-            for (row, _), value in zip(rows, values):
+            values = self._score([programs[row] for row in rows], self.tasks[name])
+            for row, value in zip(rows, values):
                 scores[row] = value
         return scores
 
