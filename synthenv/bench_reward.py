@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass
 
 from synthenv import reference
+from synthenv.language import COMMANDS
 from synthenv.llm import INVALID, Reward, extract_program, suite
 from synthenv.tasks import Task
 
-COMMANDS = "><+-[].,"
 PROSE = ("Here is a program that solves the task.", "This reads the input and prints the answer:",
          "The following Brainfuck program should work.")
 CLOSING = ("It loops until the input ends.", "Each cell is cleared before use.", "")

@@ -40,7 +40,7 @@ import torch
 from synthenv import tasks as task_registry
 from synthenv.compilers import DEFAULT_BACKEND
 from synthenv.errors import UserError
-from synthenv.language import MAX_LEN, encode_batch
+from synthenv.language import COMMANDS, MAX_LEN, encode_batch
 from synthenv.pipeline import Evaluator
 from synthenv.tasks import Task
 
@@ -49,12 +49,12 @@ KINDS = ("pqt", "solved", "cases")
 INVALID = {"pqt": -1.0, "solved": 0.0, "cases": 0.0}
 """The score of a completion with no program (or one over ``MAX_LEN`` commands), per kind: -1.0 is below every PQT
 reward (a failing program gets ``-2 / (4 K)`` >= -0.5, a wrong output more)."""
-COMMANDS = "><+-[].,"
 MIN_UNFENCED = 3
 """The fewest commands a run outside a code block needs to count as a program (prose has its ``.`` and ``,``)."""
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
-_RUN = re.compile(r"[><+\-\[\].,]+(?:[ \t]*[><+\-\[\].,]+)*")
-_NOT_COMMAND = re.compile(r"[^><+\-\[\].,]+")
+_COMMAND = f"[{re.escape(COMMANDS)}]"
+_RUN = re.compile(f"{_COMMAND}+(?:[ \t]*{_COMMAND}+)*")
+_NOT_COMMAND = re.compile(f"[^{re.escape(COMMANDS)}]+")
 SYSTEM = ("You write Brainfuck programs. Brainfuck has eight commands: > < move the pointer, + - change the cell, "
           ". prints the cell, , reads the next input value into the cell, [ ] loop while the cell is not zero. Every "
           "other character is a comment.")
@@ -217,15 +217,12 @@ class Reward:
             known = ", ".join(list(self.tasks)[:5]) + (" ..." if len(self.tasks) > 5 else "")
             raise UserError(f"row {row}: task {name!r} is not one this reward scores ({known}); build the Reward "
                             "with the suite the dataset was built from")
-        try:
-            programs = list(map(extract_program, completions))
-        except TypeError:
-            for row, completion in enumerate(completions):
-                try:
-                    extract_program(completion)
-                except TypeError as error:
-                    raise UserError(f"row {row}: {error}") from None
-            raise
+        programs = []
+        for row, completion in enumerate(completions):
+            try:
+                programs.append(extract_program(completion))
+            except TypeError as error:
+                raise UserError(f"row {row}: {error}") from None
         scores = [self.invalid] * len(completions)
         groups: dict[str, list[int]] = {}
         for row, (program, name) in enumerate(zip(programs, task)):
