@@ -39,6 +39,7 @@ import torch
 
 from synthenv import tasks as task_registry
 from synthenv.compilers import DEFAULT_BACKEND
+from synthenv.checks import resolve_device
 from synthenv.errors import UserError
 from synthenv.language import COMMANDS, MAX_LEN, encode_batch
 from synthenv.pipeline import Evaluator
@@ -191,8 +192,8 @@ class Reward:
         self.invalid = INVALID[kind] if invalid is None else float(invalid)
         self.tasks = {task.name: task for task in suite(specs)}
         # the share of cases needs every case run; PQT's reward stops at a program's first failing case
-        self.evaluator = Evaluator.create(backend, engine, device, early_abort=kind != "cases")
-        self.device = torch.device(device or "cpu")
+        self.device = resolve_device(device or "cpu")  # a device this machine lacks: named before anything is built
+        self.evaluator = Evaluator.create(backend, engine, self.device, early_abort=kind != "cases")
         self.__name__ = f"synthenv_{kind}"  # TRL logs each reward function's mean under its __name__
 
     def __call__(self, completions: Sequence, task: Sequence[str] | str | None = None, **kwargs) -> list[float]:

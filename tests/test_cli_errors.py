@@ -124,6 +124,18 @@ def test_train_on_cuda_without_cuda(capsys):
     assert_user_error(*run_main(capsys, train_args(**{"--device": "cuda"})), "train", "needs CUDA", "--device cpu")
 
 
+@pytest.mark.parametrize(("option", "value", "words"), [
+    ("--device", "tpu", ["device must be a torch device such as 'cpu'", "got 'tpu'"]),
+    ("--engine", "warp", ["unknown engine 'warp'", "native"]),
+    ("--suite", "nope", ["unknown task spec 'nope'"]),
+])
+def test_bench_reward_names_a_bad_option_before_its_header(capsys, option, value, words):
+    code = main(["bench-reward", option, value, "--batches", "16"])
+    printed = capsys.readouterr()
+    assert_user_error(code, printed.err, "bench-reward", *words)
+    assert printed.out == ""  # refused before the machine line and the table's header
+
+
 def test_table_unknown_task(capsys, tmp_path):
     code, err = run_main(capsys, ["table", "--tasks", "nope", "--out", str(tmp_path / "t")])
     assert_user_error(code, err, "table", "unknown task spec 'nope'")

@@ -109,6 +109,8 @@ def test_bad_rows_are_one_error_naming_the_row():
         reward(completions=[42], task=["add"])
     with pytest.raises(UserError, match="kind must be one of 'pqt', 'solved', 'cases', got 'best'"):
         llm.Reward("add", kind="best")
+    with pytest.raises(ValueError, match="device must be a torch device such as 'cpu'.*got 'tpu'"):
+        llm.Reward("add", device="tpu")
     with pytest.raises(UserError, match="examples must be an int >= 0"):
         llm.prompt("add", examples=-1)
 

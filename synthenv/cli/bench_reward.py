@@ -36,7 +36,7 @@ class BenchRewardCommand:
         from synthenv.bench import hardware, hardware_caption
         from synthenv.bench_reward import measure
         from synthenv.checks import require_positive_int, require_writable
-        from synthenv.llm import suite
+        from synthenv.llm import Reward
 
         for name in ("group", "repeats", "python_repeats"):
             require_positive_int(name, getattr(self, name))
@@ -47,7 +47,7 @@ class BenchRewardCommand:
             if batch > 2**20:
                 raise ValueError(f"a batch of {batch} completions is more than this benchmark builds (2**20); "
                                  "pass smaller --batches")
-        suite(self.suite)
+        Reward(self.suite, engine=self.engine, device=self.device)  # the suite, engine and device, before the header
         if self.json:
             require_writable(self.json, "--json")
         machine = hardware()
